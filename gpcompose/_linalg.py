@@ -1,0 +1,192 @@
+"""Dense linear algebra shared by every GP state: Cholesky with a jitter policy,
+triangular and positive-definite solves through lineax, log-determinants, and rank-1
+modifications of a Cholesky factor on fixed-size arrays.
+
+**Jitter policy.** `cholesky(A)` first factorises `A` itself, then `A + j_k I` with the
+escalating sequence
+
+    j_k = s · j_0 · 10^(k−1),  k = 1, …, 6,
+
+where `s = mean(|diag A|)` makes the jitter relative to the scale of the matrix and
+`j_0` is `1e-10` in float64 (up to 1e-5) and `1e-6` in float32 (up to 1e-1). The first
+attempt whose factor is finite wins, so a well-posed matrix is factorised exactly. If every attempt fails the factor is replaced by the finite placeholder
+`diag(sqrt(|diag A| + j_max))` and `result` is `RESULTS.cholesky_failed`: the caller gets
+a flag, never a NaN. Gradients flow through the factor by the standard Cholesky JVP
+(the jitter is treated as a constant), so the policy costs one factorisation in the
+common case and stays differentiable under `jit`, `vmap` and `grad`.
+
+**Fixed-capacity convention.** Factors of padded buffers hold identity rows and columns
+in unused slots. `cholesky_append` fills the first unused slot in O(n²); it requires that
+every slot after it is still an identity row.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import lineax as lx
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from ._errors import RESULTS
+
+_MAX_ATTEMPTS = 7
+
+
+def initial_relative_jitter(dtype) -> float:
+    """The first relative jitter `j_0` of the escalation policy for `dtype`."""
+    return 1e-10 if jnp.finfo(dtype).bits >= 64 else 1e-6
+
+
+class CholeskyFactor(eqx.Module):
+    """Lower Cholesky factor of `A + jitter · I`, with the outcome of the factorisation."""
+
+    lower: Float[Array, "n n"]
+    jitter: Float[Array, ""]
+    result: RESULTS
+
+    @property
+    def succeeded(self) -> Bool[Array, ""]:
+        return self.result == RESULTS.successful
+
+
+def _factor_with_jitter(matrix, jitter_scale, attempt):
+    jitter = jnp.where(attempt == 0, 0.0, jitter_scale * 10.0 ** (attempt - 1))
+    lower = jnp.linalg.cholesky(matrix + jitter * jnp.eye(matrix.shape[0], dtype=matrix.dtype))
+    return lower, jitter, jnp.all(jnp.isfinite(lower))
+
+
+@jax.custom_jvp
+def _escalating_cholesky(matrix, jitter_scale):
+    def keep_trying(carry):
+        attempt, _, _, ok = carry
+        return (~ok) & (attempt < _MAX_ATTEMPTS - 1)
+
+    def try_next(carry):
+        attempt = carry[0] + 1
+        return (attempt, *_factor_with_jitter(matrix, jitter_scale, attempt))
+
+    first = (0, *_factor_with_jitter(matrix, jitter_scale, 0))
+    _, lower, jitter, ok = jax.lax.while_loop(keep_trying, try_next, first)
+    placeholder = jnp.diag(jnp.sqrt(jnp.abs(jnp.diag(matrix)) + jitter))
+    lower = jnp.where(ok, lower, placeholder)
+    return lower, jitter, ok
+
+
+@_escalating_cholesky.defjvp
+def _escalating_cholesky_jvp(primals, tangents):
+    """dL = L Φ(L⁻¹ dA L⁻ᵀ), Φ = lower triangle with halved diagonal (Murray 2016)."""
+    matrix, jitter_scale = primals
+    matrix_dot, _ = tangents
+    lower, jitter, ok = _escalating_cholesky(matrix, jitter_scale)
+    matrix_dot = 0.5 * (matrix_dot + matrix_dot.T)
+    inner = solve_triangular(lower, solve_triangular(lower, matrix_dot).T).T
+    phi = jnp.tril(inner) - 0.5 * jnp.diag(jnp.diag(inner))
+    lower_dot = jnp.where(ok, lower @ phi, 0.0)
+    return (lower, jitter, ok), (lower_dot, jnp.zeros_like(jitter), np.zeros((), jax.dtypes.float0))
+
+
+def cholesky(matrix: Float[Array, "n n"], relative_jitter: float | None = None) -> CholeskyFactor:
+    """Lower Cholesky factor of a symmetric positive (semi)definite `matrix`.
+
+    **Arguments:**
+
+    - `matrix`: symmetric `(n, n)` matrix.
+    - `relative_jitter`: first non-zero jitter relative to `mean(|diag A|)`; defaults to
+      `initial_relative_jitter(dtype)`. It is multiplied by 10 on each further failure.
+
+    **Returns:** a `CholeskyFactor` with `lower`, the `jitter` actually added and a `result`.
+    """
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"`matrix` must be square, got shape {matrix.shape}.")
+    if relative_jitter is None:
+        relative_jitter = initial_relative_jitter(matrix.dtype)
+    scale = jax.lax.stop_gradient(jnp.mean(jnp.abs(jnp.diag(matrix))))
+    scale = jnp.where(scale > 0, scale, 1.0) * relative_jitter
+    lower, jitter, ok = _escalating_cholesky(matrix, scale)
+    return CholeskyFactor(lower, jitter, RESULTS.where(ok, RESULTS.successful, RESULTS.cholesky_failed))
+
+
+def solve_triangular(
+    lower: Float[Array, "n n"], rhs: Float[Array, "n *k"], *, transpose: bool = False
+) -> Float[Array, "n *k"]:
+    """Solve `L x = b` (or `Lᵀ x = b` with `transpose=True`) for lower-triangular `L`.
+
+    The solve goes through lineax's `Triangular` solver; a matrix right-hand side is
+    solved column by column under `vmap`, which XLA fuses into one triangular solve.
+    """
+    if transpose:
+        operator = lx.MatrixLinearOperator(lower.T, lx.upper_triangular_tag)
+    else:
+        operator = lx.MatrixLinearOperator(lower, lx.lower_triangular_tag)
+
+    def solve_vector(vector):
+        return lx.linear_solve(operator, vector, lx.Triangular(), throw=False).value
+
+    if rhs.ndim == 1:
+        return solve_vector(rhs)
+    return jax.vmap(solve_vector, in_axes=1, out_axes=1)(rhs)
+
+
+def cholesky_solve(lower: Float[Array, "n n"], rhs: Float[Array, "n *k"]) -> Float[Array, "n *k"]:
+    """Solve `A x = b` given the lower Cholesky factor `L` of the positive-definite `A`."""
+    return solve_triangular(lower, solve_triangular(lower, rhs), transpose=True)
+
+
+def log_determinant(lower: Float[Array, "n n"]) -> Float[Array, ""]:
+    """`log det A = 2 Σ log L_ii` for `A = L Lᵀ`."""
+    return 2.0 * jnp.sum(jnp.log(jnp.diag(lower)))
+
+
+def cholesky_append(
+    lower: Float[Array, "n n"], column: Float[Array, " n"], index: Int[Array, ""]
+) -> tuple[Float[Array, "n n"], Bool[Array, ""]]:
+    """Fill the unused slot `index` of a padded Cholesky factor with a new row/column.
+
+    `lower` factorises a matrix whose rows and columns from `index` on are identity
+    (unused slots). `column` is the new column of the matrix at `index`; entries after
+    `index` are ignored. With `ℓ = L₁₁⁻¹ a` and `d = √(a_index − ‖ℓ‖²)` the new factor has
+    row `index` equal to `[ℓᵀ, d]`, the textbook bordered Cholesky step, in O(n²).
+
+    **Returns:** the new factor and `ok`, false when `a_index − ‖ℓ‖² ≤ 0` (the extended
+    matrix is not positive definite); the diagonal is then set to 1 to stay finite.
+    """
+    slots = jnp.arange(lower.shape[0])
+    off_diagonal = jnp.where(slots < index, column, 0.0)
+    row = solve_triangular(lower, off_diagonal)
+    pivot = column[index] - jnp.sum(row**2)
+    ok = pivot > 0
+    diagonal = jnp.sqrt(jnp.where(ok, pivot, 1.0))
+    row = jnp.where(slots == index, diagonal, row)
+    return lower.at[index].set(row), ok
+
+
+def cholesky_update(
+    lower: Float[Array, "n n"], vector: Float[Array, " n"], sign: float = 1.0
+) -> tuple[Float[Array, "n n"], Bool[Array, ""]]:
+    """Factor of `L Lᵀ + sign · v vᵀ` (rank-1 update for `sign=+1`, downdate for `-1`).
+
+    Column-by-column Givens/hyperbolic rotations (Seeger 2004), O(n²) as one `lax.scan`
+    over the columns of `L`.
+
+    **Returns:** the new factor and `ok`, false if a downdate lost positive definiteness
+    (the offending pivots are replaced by finite values).
+    """
+
+    def rotate_column(remaining, inputs):
+        column, index = inputs
+        pivot = column[index]
+        head = remaining[index]
+        radius_squared = pivot**2 + sign * head**2
+        ok = radius_squared > 0
+        radius = jnp.sqrt(jnp.where(ok, radius_squared, pivot**2))
+        cosine = radius / pivot
+        sine = head / pivot
+        below = jnp.arange(column.shape[0]) > index
+        new_column = jnp.where(below, (column + sign * sine * remaining) / cosine, 0.0)
+        new_column = new_column.at[index].set(radius)
+        remaining = jnp.where(below, cosine * remaining - sine * new_column, remaining)
+        return remaining, (new_column, ok)
+
+    indices = jnp.arange(lower.shape[0])
+    _, (columns, oks) = jax.lax.scan(rotate_column, vector, (lower.T, indices))
+    return columns.T, jnp.all(oks)

@@ -1,0 +1,121 @@
+"""Fixed-capacity observation buffers shared by the exact and sparse GP states.
+
+A buffer holds `capacity` rows; `mask` marks the rows in use. New observations go into
+the slot after the last used one, so appending never changes an array shape and
+`update` compiles once. Unused rows hold zeros and are excluded from every computation.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from ._validation import (
+    broadcast_per_row,
+    check_inputs,
+    check_point,
+    check_targets,
+    require_finite,
+    require_positive,
+)
+
+
+class Observations(eqx.Module):
+    """Inputs, targets and per-row observation-noise variances with a mask of used rows."""
+
+    inputs: Float[Array, "C D"]
+    targets: Float[Array, " C"]
+    noise_variance: Float[Array, " C"]
+    mask: Bool[Array, " C"]
+
+    @property
+    def capacity(self) -> int:
+        return self.targets.shape[0]
+
+    @property
+    def num_used(self) -> Int[Array, ""]:
+        return jnp.sum(self.mask)
+
+
+def make_observations(
+    X: Float[ArrayLike, "N D"],
+    y: Float[ArrayLike, " N"],
+    noise_variance: Float[ArrayLike, "*N"],
+    mask: Bool[ArrayLike, " N"] | None = None,
+    capacity: int | None = None,
+) -> Observations:
+    """Validate data and place it in a buffer of `capacity` rows (default: N).
+
+    Raises `ValueError` for shape mismatches; non-finite `X`/`y` or non-positive noise
+    raise at run time through `eqx.error_if`.
+    """
+    X = check_inputs(X, "X")
+    num_points = X.shape[0]
+    y = check_targets(y, "y", num_points).astype(X.dtype)
+    noise_variance = broadcast_per_row(noise_variance, "noise_variance", num_points, X.dtype)
+    if mask is None:
+        mask = jnp.ones((num_points,), bool)
+    else:
+        mask = jnp.asarray(mask, bool)
+        if mask.shape != (num_points,):
+            raise ValueError(f"`mask` must have shape ({num_points},), got shape {mask.shape}.")
+    X = require_finite(jnp.where(mask[:, None], X, 0.0), "X")
+    y = require_finite(jnp.where(mask, y, 0.0), "y")
+    noise_variance = require_positive(jnp.where(mask, noise_variance, 1.0), "noise_variance")
+    if capacity is not None:
+        if capacity < num_points:
+            raise ValueError(f"`capacity` ({capacity}) is smaller than the number of rows of X ({num_points}).")
+        padding = capacity - num_points
+        X = jnp.pad(X, ((0, padding), (0, 0)))
+        y = jnp.pad(y, (0, padding))
+        noise_variance = jnp.pad(noise_variance, (0, padding), constant_values=1.0)
+        mask = jnp.pad(mask, (0, padding))
+    return Observations(X, y, noise_variance, mask)
+
+
+def next_slot(mask: Bool[Array, " C"]) -> Int[Array, ""]:
+    """Index after the last used slot (the capacity if the last slot is used)."""
+    slots = jnp.arange(mask.shape[0])
+    return jnp.max(jnp.where(mask, slots, -1)) + 1
+
+
+def require_free_slot(slot: Int[Array, ""], capacity: int, name: str) -> Int[Array, ""]:
+    """`slot`, with a run-time error if the buffer has no free slot after its last used one."""
+    return eqx.error_if(
+        slot,
+        slot >= capacity,
+        f"The {name} buffer is full: pass a larger `capacity` when conditioning.",
+    )
+
+
+def append_observation(
+    observations: Observations,
+    x: Float[ArrayLike, " D"],
+    y: Float[ArrayLike, ""],
+    noise_variance: Float[ArrayLike, ""],
+) -> tuple[Observations, Int[Array, ""]]:
+    """Write one observation into the next free slot; returns the buffer and the slot."""
+    dimension = observations.inputs.shape[1]
+    dtype = observations.inputs.dtype
+    x = require_finite(check_point(x, "x", dimension).astype(dtype), "x")
+    y = jnp.asarray(y, dtype)
+    noise_variance = jnp.asarray(noise_variance, dtype)
+    if y.shape != () or noise_variance.shape != ():
+        raise ValueError(
+            f"`y` and `noise_variance` must be scalars, got shapes {y.shape} and {noise_variance.shape}."
+        )
+    y = require_finite(y, "y")
+    noise_variance = require_positive(noise_variance, "noise_variance")
+    slot = require_free_slot(next_slot(observations.mask), observations.capacity, "observation")
+    updated = Observations(
+        observations.inputs.at[slot].set(x),
+        observations.targets.at[slot].set(y),
+        observations.noise_variance.at[slot].set(noise_variance),
+        observations.mask.at[slot].set(True),
+    )
+    return updated, slot
+
+
+def padded_gram(kernel, X: Float[Array, "C D"], mask: Bool[Array, " C"]) -> Float[Array, "C C"]:
+    """K(X, X) on used rows, the identity on unused ones (keeps factors block-diagonal)."""
+    both = mask[:, None] & mask[None, :]
+    return jnp.where(both, kernel.gram(X), 0.0) + jnp.diag(jnp.where(mask, 0.0, 1.0))

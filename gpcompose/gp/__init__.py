@@ -1,0 +1,11 @@
+"""Exact GP posterior: condition, predict, log marginal likelihood, rank-1 update and
+look-ahead variance, all pure functions of an `ExactPosterior` state."""
+
+from ._objectives import log_marginal_likelihood as log_marginal_likelihood
+from ._posterior import condition as condition, ExactPosterior as ExactPosterior
+from ._predict import (
+    lookahead_variance as lookahead_variance,
+    predict as predict,
+    predict_covariance as predict_covariance,
+)
+from ._update import update as update

@@ -1,0 +1,76 @@
+"""Operations on whole pytrees of parameters (kernels, means, likelihoods, …)."""
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+from jaxtyping import Array, ArrayLike, Float, PyTree
+
+from ._parameter import AbstractParameter
+from ._positive import Positive
+from ._real import Real
+
+Tree = TypeVar("Tree")
+
+
+def is_parameter(node) -> bool:
+    return isinstance(node, AbstractParameter)
+
+
+def value_of(x: AbstractParameter | Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
+    """The constrained value of a parameter, or `x` itself as an array."""
+    return x.value if isinstance(x, AbstractParameter) else jnp.asarray(x)
+
+
+def as_positive(x) -> AbstractParameter:
+    """Field converter: wrap a plain number or array into `Positive`, keep parameters."""
+    return x if isinstance(x, AbstractParameter) else Positive(x)
+
+
+def as_real(x) -> AbstractParameter:
+    """Field converter: wrap a plain number or array into `Real`, keep parameters."""
+    return x if isinstance(x, AbstractParameter) else Real(x)
+
+
+def log_prior(tree: PyTree) -> Float[Array, ""]:
+    """Σ of every parameter's prior in its unconstrained coordinate (with log-Jacobians).
+
+    Parameters without a prior contribute 0 (a flat prior on the unconstrained value).
+    """
+    nodes = [n for n in jax.tree_util.tree_leaves(tree, is_leaf=is_parameter) if is_parameter(n)]
+    if not nodes:
+        return jnp.zeros(())
+    return sum(node.log_prior() for node in nodes)
+
+
+def trainable_spec(tree: PyTree) -> PyTree[bool]:
+    """Filter spec marking the unconstrained leaves of non-`Fixed` parameters."""
+    return jax.tree_util.tree_map(
+        lambda node: node.trainable_spec() if is_parameter(node) else False,
+        tree,
+        is_leaf=is_parameter,
+    )
+
+
+def partition(tree: Tree) -> tuple[Tree, Tree]:
+    """Split into (trainable, rest) with `eqx.partition`; rejoin with `eqx.combine`."""
+    return eqx.partition(tree, trainable_spec(tree))
+
+
+def flatten(tree: Tree) -> tuple[Float[Array, " P"], Callable[[Float[Array, " P"]], Tree]]:
+    """Ravel the trainable leaves into one vector.
+
+    **Returns:** `(vector, unflatten)` where `unflatten(vector)` rebuilds the whole tree
+    (non-trainable leaves are taken from `tree`). SVGD particles and optimistix iterates
+    are such vectors.
+    """
+    trainable, rest = partition(tree)
+    vector, unravel = ravel_pytree(trainable)
+
+    def unflatten(new_vector: Float[Array, " P"]) -> Tree:
+        return eqx.combine(unravel(new_vector), rest)
+
+    return vector, unflatten

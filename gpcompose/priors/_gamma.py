@@ -1,0 +1,26 @@
+import equinox as eqx
+import jax.numpy as jnp
+from jax.scipy.special import gammaln
+from jaxtyping import Array, ArrayLike, Float
+
+from ._base import AbstractPrior
+
+
+class Gamma(AbstractPrior):
+    """Gamma prior with `shape` k and `scale` θ on a positive parameter.
+
+    log p(x) = (k − 1) log x − x/θ − log Γ(k) − k log θ. The Stein GP document uses
+    Gamma(shape 1, scale 2) on lengthscales and variances.
+    """
+
+    shape: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
+    scale: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
+
+    def log_prob(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
+        value = jnp.asarray(value)
+        return (
+            (self.shape - 1) * jnp.log(value)
+            - value / self.scale
+            - gammaln(self.shape)
+            - self.shape * jnp.log(self.scale)
+        )

@@ -1,0 +1,34 @@
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from ._base import AbstractPrior
+
+
+def _normal_log_prob(value, loc, scale):
+    z = (value - loc) / scale
+    return -0.5 * z**2 - jnp.log(scale) - 0.5 * jnp.log(2 * jnp.pi)
+
+
+class Normal(AbstractPrior):
+    """Normal prior N(loc, scale²) on a real parameter."""
+
+    loc: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
+    scale: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
+
+    def log_prob(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
+        return _normal_log_prob(jnp.asarray(value), self.loc, self.scale)
+
+
+class LogNormal(AbstractPrior):
+    """LogNormal prior on a positive parameter: log x ~ N(loc, scale²).
+
+    log p(x) = log N(log x; loc, scale²) − log x.
+    """
+
+    loc: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
+    scale: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
+
+    def log_prob(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
+        log_value = jnp.log(jnp.asarray(value))
+        return _normal_log_prob(log_value, self.loc, self.scale) - log_value

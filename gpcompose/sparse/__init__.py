@@ -1,0 +1,11 @@
+"""Sparse (SGPR) posterior with heteroskedastic noise: condition, predict, collapsed
+ELBO, rank-1 updates (new observation; new inducing point) and look-ahead variance."""
+
+from ._objectives import elbo as elbo
+from ._posterior import condition as condition, SparsePosterior as SparsePosterior
+from ._predict import (
+    lookahead_variance as lookahead_variance,
+    predict as predict,
+    predict_covariance as predict_covariance,
+)
+from ._update import add_inducing_point as add_inducing_point, update as update

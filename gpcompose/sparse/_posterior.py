@@ -1,0 +1,104 @@
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Bool, Float
+
+from .._errors import RESULTS
+from .._linalg import cholesky, CholeskyFactor, solve_triangular
+from .._observations import make_observations, Observations, padded_gram
+from .._validation import check_inputs, require_finite
+from ..gp._posterior import centred_targets
+from ..kernels import AbstractKernel
+from ..means import AbstractMean
+from ..parameters import AbstractParameter, value_of
+
+
+class SparsePosterior(eqx.Module):
+    """Heteroskedastic SGPR (Titsias 2009) in the stable form of SVBMC App. C.3–C.4.
+
+    With inducing inputs Z, D = diag(σ²_n) and ȳ = y − m(X):
+        L   = chol(K_ZZ),            R = L⁻¹ K_ZX D^{−1/2}         (M × N, not stored)
+        L_S = chol(I + R Rᵀ),        r = R D^{−1/2} ȳ = L⁻¹ K_ZX D⁻¹ ȳ
+    Predictions and the collapsed ELBO need only L, L_S and r (plus O(N) sums over the
+    data), so appending an observation is a rank-1 update of L_S and r.
+    Unused inducing slots are identity rows of L and L_S; unused data rows have D⁻¹ = 0.
+    """
+
+    kernel: AbstractKernel
+    mean: AbstractMean
+    observations: Observations
+    inducing_inputs: Float[Array, "M D"]
+    inducing_mask: Bool[Array, " M"]
+    inducing_factor: CholeskyFactor
+    inner_lower: Float[Array, "M M"]
+    projected_residual: Float[Array, " M"]
+    result: RESULTS
+
+    @property
+    def inner_weights(self) -> Float[Array, " M"]:
+        """c = L_S⁻¹ r."""
+        return solve_triangular(self.inner_lower, self.projected_residual)
+
+
+def noise_precision(observations: Observations) -> Float[Array, " C"]:
+    """D⁻¹ on used rows, zero on unused ones."""
+    return jnp.where(observations.mask, 1.0 / observations.noise_variance, 0.0)
+
+
+def inducing_cross(posterior_kernel, inducing_inputs, inducing_mask, inputs, mask):
+    """K_ZX with rows of unused inducing slots and columns of unused data rows set to 0."""
+    cross = posterior_kernel.cross(inducing_inputs, inputs)
+    return jnp.where(inducing_mask[:, None] & mask[None, :], cross, 0.0)
+
+
+def condition(
+    kernel: AbstractKernel,
+    mean: AbstractMean,
+    X: Float[ArrayLike, "N D"],
+    y: Float[ArrayLike, " N"],
+    noise_variance: Float[ArrayLike, "*N"] | AbstractParameter,
+    Z: Float[ArrayLike, "M D"],
+    *,
+    mask: Bool[ArrayLike, " N"] | None = None,
+    capacity: int | None = None,
+    inducing_mask: Bool[ArrayLike, " M"] | None = None,
+) -> SparsePosterior:
+    """Condition a sparse GP on observations with per-row noise, inducing inputs `Z`.
+
+    **Arguments:** as `gp.condition`, plus `Z` `(M, D)` and an optional `inducing_mask`
+    (False marks free inducing slots that `add_inducing_point` can fill later).
+    Cost O(N M²).
+    """
+    if not isinstance(kernel, AbstractKernel):
+        raise ValueError(f"`kernel` must be an AbstractKernel, got {type(kernel).__name__}.")
+    if not isinstance(mean, AbstractMean):
+        raise ValueError(f"`mean` must be an AbstractMean, got {type(mean).__name__}.")
+    observations = make_observations(X, y, value_of(noise_variance), mask, capacity)
+    Z = check_inputs(Z, "Z", dimension=observations.inputs.shape[1]).astype(observations.inputs.dtype)
+    if inducing_mask is None:
+        inducing_mask = jnp.ones((Z.shape[0],), bool)
+    else:
+        inducing_mask = jnp.asarray(inducing_mask, bool)
+        if inducing_mask.shape != (Z.shape[0],):
+            raise ValueError(f"`inducing_mask` must have shape ({Z.shape[0]},), got shape {inducing_mask.shape}.")
+    Z = require_finite(jnp.where(inducing_mask[:, None], Z, 0.0), "Z")
+
+    inducing_factor = cholesky(padded_gram(kernel, Z, inducing_mask))
+    cross = inducing_cross(kernel, Z, inducing_mask, observations.inputs, observations.mask)
+    whitened_cross = solve_triangular(inducing_factor.lower, cross)
+    precision = noise_precision(observations)
+    scaled = whitened_cross * jnp.sqrt(precision)[None, :]
+    inner = jnp.eye(Z.shape[0], dtype=Z.dtype) + scaled @ scaled.T
+    inner_factor = cholesky(inner)
+    projected_residual = whitened_cross @ (precision * centred_targets(mean, observations))
+    result = RESULTS.where(inner_factor.succeeded, inducing_factor.result, inner_factor.result)
+    return SparsePosterior(
+        kernel,
+        mean,
+        observations,
+        Z,
+        inducing_mask,
+        inducing_factor,
+        inner_factor.lower,
+        projected_residual,
+        result,
+    )

@@ -1,0 +1,65 @@
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from .._linalg import solve_triangular
+from .._validation import check_inputs
+from ._posterior import SparsePosterior
+
+
+def _whitened(posterior: SparsePosterior, X_new: Float[Array, "Q D"]):
+    """a = L⁻¹ k(Z, X_new) and b = L_S⁻¹ a."""
+    cross = posterior.kernel.cross(posterior.inducing_inputs, X_new)
+    cross = jnp.where(posterior.inducing_mask[:, None], cross, 0.0)
+    a = solve_triangular(posterior.inducing_factor.lower, cross)
+    return a, solve_triangular(posterior.inner_lower, a)
+
+
+def _check_new_inputs(posterior: SparsePosterior, X_new, name: str):
+    inputs = posterior.observations.inputs
+    return check_inputs(X_new, name, dimension=inputs.shape[1]).astype(inputs.dtype)
+
+
+def predict(posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
+    """Latent predictive mean and variance of the SGPR posterior (SVBMC eqs. S9–S10, C.4).
+
+    μ(x) = m(x) + bᵀc,  s²(x) = k(x, x) − ‖a‖² + ‖b‖²,  a = L⁻¹k(Z, x), b = L_S⁻¹a,
+    c = L_S⁻¹ r. (The printed C.4 mean carries m(Z) terms that cancel exactly.)
+    """
+    X_new = _check_new_inputs(posterior, X_new, "X_new")
+    a, b = _whitened(posterior, X_new)
+    mean = posterior.mean(X_new) + b.T @ posterior.inner_weights
+    variance = posterior.kernel.diagonal(X_new) - jnp.sum(a**2, axis=0) + jnp.sum(b**2, axis=0)
+    return mean, jnp.maximum(variance, 0.0)
+
+
+def predict_covariance(
+    posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]
+) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
+    """Latent predictive mean and covariance k(X*, X*) − AᵀA + BᵀB."""
+    X_new = _check_new_inputs(posterior, X_new, "X_new")
+    a, b = _whitened(posterior, X_new)
+    mean = posterior.mean(X_new) + b.T @ posterior.inner_weights
+    covariance = posterior.kernel.gram(X_new) - a.T @ a + b.T @ b
+    return mean, covariance
+
+
+def lookahead_variance(
+    posterior: SparsePosterior,
+    X_query: Float[ArrayLike, "Q D"],
+    x: Float[ArrayLike, " D"],
+    noise_variance: Float[ArrayLike, ""],
+) -> Float[Array, " Q"]:
+    """Latent variance at `X_query` after a hypothetical observation at `x` (Z fixed).
+
+    Sherman–Morrison on S′ = S + v vᵀ, v = L⁻¹k(Z, x)/σ_x (SVBMC §2.11 case 2):
+        s⋆²(x′; x) = s²(x′) − (b′ᵀ b_x)² / (σ²_x + ‖b_x‖²),  b = L_S⁻¹ L⁻¹ k(Z, ·).
+    """
+    X_query = _check_new_inputs(posterior, X_query, "X_query")
+    x = _check_new_inputs(posterior, jnp.atleast_2d(x), "x")
+    a, b = _whitened(posterior, jnp.concatenate([X_query, x]))
+    query_b, point_b = b[:, :-1], b[:, -1]
+    query_variance = (
+        posterior.kernel.diagonal(X_query) - jnp.sum(a[:, :-1] ** 2, axis=0) + jnp.sum(query_b**2, axis=0)
+    )
+    reduction = (query_b.T @ point_b) ** 2 / (noise_variance + jnp.sum(point_b**2))
+    return jnp.maximum(query_variance - reduction, 0.0)
