@@ -1,7 +1,13 @@
 """gpcompose: composable, pure-JAX transforms for Gaussian-process inference."""
 
-from . import gp as gp, kernels as kernels, means as means, parameters as parameters, priors as priors, sparse as sparse
+from . import gp as gp
+from . import kernels as kernels
+from . import means as means
+from . import parameters as parameters
+from . import priors as priors
+from . import sparse as sparse
 from ._errors import RESULTS as RESULTS
-from ._maximise import maximise as maximise, MaximiseResult as MaximiseResult
+from ._maximise import MaximiseResult as MaximiseResult
+from ._maximise import maximise as maximise
 
 __version__ = "0.1.0"

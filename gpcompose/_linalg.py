@@ -85,6 +85,10 @@ def _escalating_cholesky_jvp(primals, tangents):
     return (lower, jitter, ok), (lower_dot, jnp.zeros_like(jitter), np.zeros((), jax.dtypes.float0))
 
 
+# Compiled once per shape so that eager calls do not re-trace the while loop.
+_compiled_escalating_cholesky = jax.jit(_escalating_cholesky)
+
+
 def cholesky(matrix: Float[Array, "n n"], relative_jitter: float | None = None) -> CholeskyFactor:
     """Lower Cholesky factor of a symmetric positive (semi)definite `matrix`.
 
@@ -102,7 +106,7 @@ def cholesky(matrix: Float[Array, "n n"], relative_jitter: float | None = None) 
         relative_jitter = initial_relative_jitter(matrix.dtype)
     scale = jax.lax.stop_gradient(jnp.mean(jnp.abs(jnp.diag(matrix))))
     scale = jnp.where(scale > 0, scale, 1.0) * relative_jitter
-    lower, jitter, ok = _escalating_cholesky(matrix, scale)
+    lower, jitter, ok = _compiled_escalating_cholesky(matrix, scale)
     return CholeskyFactor(lower, jitter, RESULTS.where(ok, RESULTS.successful, RESULTS.cholesky_failed))
 
 

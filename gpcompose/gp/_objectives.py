@@ -3,10 +3,12 @@ import math
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._jit import public_jit
 from .._linalg import log_determinant
-from ._posterior import centred_targets, ExactPosterior
+from ._posterior import ExactPosterior, centred_targets
 
 
+@public_jit()
 def log_marginal_likelihood(posterior: ExactPosterior) -> Float[Array, ""]:
     """log N(y; m(X), K + D) = −½ (y − m)ᵀ(K + D)⁻¹(y − m) − ½ log|K + D| − (n/2) log 2π.
 

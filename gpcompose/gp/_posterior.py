@@ -3,8 +3,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._errors import RESULTS
-from .._linalg import cholesky, cholesky_solve, CholeskyFactor
-from .._observations import make_observations, Observations, padded_gram
+from .._jit import public_jit
+from .._linalg import CholeskyFactor, cholesky, cholesky_solve
+from .._observations import Observations, make_observations, padded_gram
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
 from ..parameters import AbstractParameter, value_of
@@ -42,6 +43,7 @@ def noisy_gram(kernel: AbstractKernel, observations: Observations) -> Float[Arra
     return padded_gram(kernel, observations.inputs, observations.mask) + jnp.diag(noise)
 
 
+@public_jit(static_argnames=("capacity",))
 def condition(
     kernel: AbstractKernel,
     mean: AbstractMean,

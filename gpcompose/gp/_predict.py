@@ -1,6 +1,7 @@
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._jit import public_jit
 from .._linalg import solve_triangular
 from .._validation import check_inputs
 from ._posterior import ExactPosterior
@@ -20,6 +21,7 @@ def _check_new_inputs(posterior: ExactPosterior, X_new, name: str = "X_new"):
     )
 
 
+@public_jit()
 def predict(posterior: ExactPosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
     """Latent (noise-free) predictive mean and variance at `X_new`.
 
@@ -33,6 +35,7 @@ def predict(posterior: ExactPosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[
     return mean, jnp.maximum(variance, 0.0)
 
 
+@public_jit()
 def predict_covariance(
     posterior: ExactPosterior, X_new: Float[ArrayLike, "Q D"]
 ) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
@@ -44,6 +47,7 @@ def predict_covariance(
     return mean, covariance
 
 
+@public_jit()
 def lookahead_variance(
     posterior: ExactPosterior,
     X_query: Float[ArrayLike, "Q D"],

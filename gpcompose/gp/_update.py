@@ -2,11 +2,13 @@ import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
 from .._errors import RESULTS
-from .._linalg import cholesky_append, cholesky_solve, CholeskyFactor
+from .._jit import public_jit
+from .._linalg import CholeskyFactor, cholesky_append, cholesky_solve
 from .._observations import append_observation
-from ._posterior import centred_targets, ExactPosterior
+from ._posterior import ExactPosterior, centred_targets
 
 
+@public_jit()
 def update(
     posterior: ExactPosterior,
     x: Float[ArrayLike, " D"],

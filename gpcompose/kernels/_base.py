@@ -35,6 +35,7 @@ class AbstractKernel(eqx.Module):
 
     def gram(self, X: Float[ArrayLike, "N D"]) -> Float[Array, "N N"]:
         """Gram matrix K[i, j] = k(X[i], X[j])."""
+        X = check_inputs(X, "X")
         return self.cross(X, X)
 
     def diagonal(self, X: Float[ArrayLike, "N D"]) -> Float[Array, " N"]:

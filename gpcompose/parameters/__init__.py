@@ -7,14 +7,29 @@ wrap one in `Fixed` to exclude it from fitting.
 
 from ._parameter import AbstractParameter as AbstractParameter
 from ._positive import Positive as Positive
-from ._real import Fixed as Fixed, Real as Real
+from ._real import Fixed as Fixed
+from ._real import Real as Real
 from ._tree import (
     as_positive as as_positive,
+)
+from ._tree import (
     as_real as as_real,
+)
+from ._tree import (
     flatten as flatten,
+)
+from ._tree import (
     is_parameter as is_parameter,
+)
+from ._tree import (
     log_prior as log_prior,
+)
+from ._tree import (
     partition as partition,
+)
+from ._tree import (
     trainable_spec as trainable_spec,
+)
+from ._tree import (
     value_of as value_of,
 )

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from ..priors import AbstractPrior
-from ._parameter import _as_float_array, _spec, AbstractParameter
+from ._parameter import AbstractParameter, _as_float_array, _spec
 
 
 def _inverse_softplus(value):

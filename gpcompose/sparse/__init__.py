@@ -2,10 +2,16 @@
 ELBO, rank-1 updates (new observation; new inducing point) and look-ahead variance."""
 
 from ._objectives import elbo as elbo
-from ._posterior import condition as condition, SparsePosterior as SparsePosterior
+from ._posterior import SparsePosterior as SparsePosterior
+from ._posterior import condition as condition
 from ._predict import (
     lookahead_variance as lookahead_variance,
+)
+from ._predict import (
     predict as predict,
+)
+from ._predict import (
     predict_covariance as predict_covariance,
 )
-from ._update import add_inducing_point as add_inducing_point, update as update
+from ._update import add_inducing_point as add_inducing_point
+from ._update import update as update

@@ -3,10 +3,12 @@ import math
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._jit import public_jit
 from ..gp._posterior import centred_targets
-from ._posterior import noise_precision, SparsePosterior
+from ._posterior import SparsePosterior, noise_precision
 
 
+@public_jit()
 def elbo(posterior: SparsePosterior) -> Float[Array, ""]:
     """Collapsed Titsias bound with heteroskedastic noise (SVBMC eq. S18, stable form C.3):
 

@@ -3,8 +3,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._errors import RESULTS
-from .._linalg import cholesky, CholeskyFactor, solve_triangular
-from .._observations import make_observations, Observations, padded_gram
+from .._jit import public_jit
+from .._linalg import CholeskyFactor, cholesky, solve_triangular
+from .._observations import Observations, make_observations, padded_gram
 from .._validation import check_inputs, require_finite
 from ..gp._posterior import centred_targets
 from ..kernels import AbstractKernel
@@ -50,6 +51,7 @@ def inducing_cross(posterior_kernel, inducing_inputs, inducing_mask, inputs, mas
     return jnp.where(inducing_mask[:, None] & mask[None, :], cross, 0.0)
 
 
+@public_jit(static_argnames=("capacity",))
 def condition(
     kernel: AbstractKernel,
     mean: AbstractMean,

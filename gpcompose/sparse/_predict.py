@@ -1,6 +1,7 @@
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._jit import public_jit
 from .._linalg import solve_triangular
 from .._validation import check_inputs
 from ._posterior import SparsePosterior
@@ -19,6 +20,7 @@ def _check_new_inputs(posterior: SparsePosterior, X_new, name: str):
     return check_inputs(X_new, name, dimension=inputs.shape[1]).astype(inputs.dtype)
 
 
+@public_jit()
 def predict(posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
     """Latent predictive mean and variance of the SGPR posterior (SVBMC eqs. S9–S10, C.4).
 
@@ -32,6 +34,7 @@ def predict(posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple
     return mean, jnp.maximum(variance, 0.0)
 
 
+@public_jit()
 def predict_covariance(
     posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]
 ) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
@@ -43,6 +46,7 @@ def predict_covariance(
     return mean, covariance
 
 
+@public_jit()
 def lookahead_variance(
     posterior: SparsePosterior,
     X_query: Float[ArrayLike, "Q D"],

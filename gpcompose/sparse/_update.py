@@ -2,13 +2,15 @@ import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
 from .._errors import RESULTS
-from .._linalg import cholesky_append, cholesky_update, CholeskyFactor, solve_triangular
+from .._jit import public_jit
+from .._linalg import CholeskyFactor, cholesky_append, cholesky_update, solve_triangular
 from .._observations import append_observation, next_slot, require_free_slot
 from .._validation import check_point, require_finite
 from ..gp._posterior import centred_targets
-from ._posterior import inducing_cross, noise_precision, SparsePosterior
+from ._posterior import SparsePosterior, inducing_cross, noise_precision
 
 
+@public_jit()
 def update(
     posterior: SparsePosterior,
     x: Float[ArrayLike, " D"],
@@ -44,6 +46,7 @@ def update(
     )
 
 
+@public_jit()
 def add_inducing_point(posterior: SparsePosterior, z: Float[ArrayLike, " D"]) -> SparsePosterior:
     """Add one inducing input `z` in the next free inducing slot (SVBMC App. C.5, case 1).
 

@@ -1,0 +1,62 @@
+"""Dense brute-force references and finite differences shared by the tests."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+
+def dense_kernel(kernel, A, B):
+    return np.asarray(kernel.cross(jnp.asarray(A), jnp.asarray(B)))
+
+
+def dense_exact_posterior(kernel, mean, X, y, noise, X_new):
+    """Mean, covariance and log marginal likelihood by explicit inverses (float64 numpy)."""
+    K = dense_kernel(kernel, X, X) + np.diag(noise)
+    Ks = dense_kernel(kernel, X, X_new)
+    Kss = dense_kernel(kernel, X_new, X_new)
+    residual = np.asarray(y) - np.asarray(mean(jnp.asarray(X)))
+    inverse = np.linalg.inv(K)
+    mu = np.asarray(mean(jnp.asarray(X_new))) + Ks.T @ inverse @ residual
+    cov = Kss - Ks.T @ inverse @ Ks
+    sign, logdet = np.linalg.slogdet(K)
+    lml = -0.5 * residual @ inverse @ residual - 0.5 * logdet - 0.5 * len(y) * np.log(2 * np.pi)
+    return mu, cov, lml
+
+
+def dense_sparse_posterior(kernel, mean, X, y, noise, Z, X_new):
+    """SGPR predictive and collapsed bound by the textbook (unstable) formulae."""
+    Kzz = dense_kernel(kernel, Z, Z)
+    Kzx = dense_kernel(kernel, Z, X)
+    Kzs = dense_kernel(kernel, Z, X_new)
+    Kss = dense_kernel(kernel, X_new, X_new)
+    Kxx_diag = np.diag(dense_kernel(kernel, X, X))
+    residual = np.asarray(y) - np.asarray(mean(jnp.asarray(X)))
+    D_inv = np.diag(1.0 / np.asarray(noise))
+    Sigma = np.linalg.inv(Kzz + Kzx @ D_inv @ Kzx.T)
+    mu = np.asarray(mean(jnp.asarray(X_new))) + Kzs.T @ Sigma @ Kzx @ D_inv @ residual
+    cov = Kss - Kzs.T @ (np.linalg.inv(Kzz) - Sigma) @ Kzs
+    Q = Kzx.T @ np.linalg.solve(Kzz, Kzx)
+    C = Q + np.diag(noise)
+    sign, logdet = np.linalg.slogdet(C)
+    log_normal = -0.5 * residual @ np.linalg.solve(C, residual) - 0.5 * logdet - 0.5 * len(y) * np.log(2 * np.pi)
+    bound = log_normal - 0.5 * np.sum((Kxx_diag - np.diag(Q)) / np.asarray(noise))
+    return mu, cov, bound
+
+
+def finite_difference_gradient(function, tree, step=1e-6):
+    """Central differences of a scalar function of the raveled floating leaves of `tree`."""
+    vector, unravel = ravel_pytree(tree)
+    vector = np.asarray(vector, dtype=np.float64)
+    gradient = np.zeros_like(vector)
+    for index in range(vector.size):
+        shift = np.zeros_like(vector)
+        shift[index] = step
+        upper = float(function(unravel(jnp.asarray(vector + shift))))
+        lower = float(function(unravel(jnp.asarray(vector - shift))))
+        gradient[index] = (upper - lower) / (2 * step)
+    return gradient
+
+
+def autodiff_gradient(function, tree):
+    return np.asarray(ravel_pytree(jax.grad(function)(tree))[0])

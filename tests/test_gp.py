@@ -1,0 +1,213 @@
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gpcompose import gp, kernels, means, RESULTS
+from gpcompose.parameters import Positive
+
+from .helpers import autodiff_gradient, dense_exact_posterior, finite_difference_gradient
+
+
+def make_problem(key, num_points=30, dimension=2):
+    input_key, noise_key, target_key = jax.random.split(key, 3)
+    X = jax.random.uniform(input_key, (num_points, dimension), minval=-2.0, maxval=2.0)
+    noise = 0.01 + 0.05 * jax.random.uniform(noise_key, (num_points,))
+    y = jnp.sin(2 * X[:, 0]) + X[:, 1] ** 2 + jnp.sqrt(noise) * jax.random.normal(target_key, (num_points,))
+    kernel = kernels.Matern52(lengthscale=jnp.array([0.8, 1.3]), variance=1.7)
+    mean = means.NegativeQuadratic(maximum=0.5, location=jnp.array([0.1, -0.2]), scale=jnp.array([2.0, 3.0]))
+    return kernel, mean, X, y, noise
+
+
+def test_condition_matches_dense_brute_force(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    X_new = jax.random.normal(getkey(), (9, 2))
+    posterior = gp.condition(kernel, mean, X, y, noise)
+    mu, cov, lml = dense_exact_posterior(kernel, mean, X, y, noise, X_new)
+    mean_pred, variance = gp.predict(posterior, X_new)
+    mean_full, covariance = gp.predict_covariance(posterior, X_new)
+    np.testing.assert_allclose(mean_pred, mu, atol=1e-9)
+    np.testing.assert_allclose(variance, np.diag(cov), atol=1e-9)
+    np.testing.assert_allclose(mean_full, mu, atol=1e-9)
+    np.testing.assert_allclose(covariance, cov, atol=1e-9)
+    np.testing.assert_allclose(gp.log_marginal_likelihood(posterior), lml, rtol=1e-10)
+    assert posterior.result == RESULTS.successful
+
+
+def test_scalar_noise_equals_per_row_noise(getkey):
+    kernel, mean, X, y, _ = make_problem(getkey())
+    scalar = gp.condition(kernel, mean, X, y, 0.03)
+    per_row = gp.condition(kernel, mean, X, y, jnp.full(y.shape, 0.03))
+    parameter = gp.condition(kernel, mean, X, y, Positive(0.03))
+    for other in (per_row, parameter):
+        np.testing.assert_allclose(gp.log_marginal_likelihood(scalar), gp.log_marginal_likelihood(other), rtol=1e-12)
+
+
+def test_mask_equals_conditioning_on_subset(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    mask = jax.random.bernoulli(getkey(), 0.6, y.shape)
+    keep = np.asarray(mask)
+    X_new = jax.random.normal(getkey(), (5, 2))
+    masked = gp.condition(kernel, mean, X, y, noise, mask=mask)
+    subset = gp.condition(kernel, mean, X[keep], y[keep], noise[keep])
+    np.testing.assert_allclose(gp.log_marginal_likelihood(masked), gp.log_marginal_likelihood(subset), rtol=1e-10)
+    for a, b in zip(gp.predict(masked, X_new), gp.predict(subset, X_new)):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+
+
+def test_sequential_updates_equal_recomputation(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    X_new = jax.random.normal(getkey(), (6, 2))
+    start = 20
+    posterior = gp.condition(kernel, mean, X[:start], y[:start], noise[:start], capacity=X.shape[0])
+    update = jax.jit(gp.update)
+    for index in range(start, X.shape[0]):
+        posterior = update(posterior, X[index], y[index], noise[index])
+    reference = gp.condition(kernel, mean, X, y, noise)
+    np.testing.assert_allclose(posterior.factor.lower, reference.factor.lower, atol=1e-8)
+    np.testing.assert_allclose(posterior.weights, reference.weights, atol=1e-8)
+    np.testing.assert_allclose(gp.log_marginal_likelihood(posterior), gp.log_marginal_likelihood(reference), atol=1e-8)
+    for a, b in zip(gp.predict(posterior, X_new), gp.predict(reference, X_new)):
+        np.testing.assert_allclose(a, b, atol=1e-8)
+    assert posterior.result == RESULTS.successful
+
+
+def test_update_on_a_full_buffer_raises(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey(), num_points=5)
+    posterior = gp.condition(kernel, mean, X, y, noise)
+    with pytest.raises(Exception, match="buffer is full"):
+        gp.update(posterior, X[0], y[0], noise[0])
+
+
+def test_lookahead_variance_equals_refit_and_never_increases(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    posterior = gp.condition(kernel, mean, X, y, noise)
+    X_query = jax.random.normal(getkey(), (12, 2))
+    x = jax.random.normal(getkey(), (2,))
+    _, current = gp.predict(posterior, X_query)
+    lookahead = gp.lookahead_variance(posterior, X_query, x, 0.02)
+    for unseen_value in (-3.0, 10.0):
+        refit = gp.condition(
+            kernel, mean, jnp.concatenate([X, x[None]]), jnp.append(y, unseen_value), jnp.append(noise, 0.02)
+        )
+        np.testing.assert_allclose(lookahead, gp.predict(refit, X_query)[1], atol=1e-10)
+    assert np.all(lookahead <= current + 1e-12)
+
+
+def test_gradient_of_log_marginal_likelihood_matches_finite_differences(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey(), num_points=15)
+    params = {"kernel": kernel, "mean": mean, "noise": Positive(0.05)}
+
+    def objective(p):
+        return gp.log_marginal_likelihood(gp.condition(p["kernel"], p["mean"], X, y, p["noise"]))
+
+    np.testing.assert_allclose(
+        autodiff_gradient(objective, params), finite_difference_gradient(objective, params), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_jit_traces_once_for_new_values(getkey):
+    @eqx.filter_jit
+    @eqx.debug.assert_max_traces(max_traces=1)
+    def pipeline(kernel, mean, X, y, noise, X_new, x):
+        posterior = gp.condition(kernel, mean, X, y, noise, capacity=X.shape[0] + 1)
+        updated = gp.update(posterior, x, 0.3, 0.01)
+        return (
+            gp.predict(updated, X_new),
+            gp.log_marginal_likelihood(updated),
+            gp.lookahead_variance(posterior, X_new, x, 0.01),
+        )
+
+    for _ in range(3):
+        kernel, mean, X, y, noise = make_problem(getkey())
+        kernel = eqx.tree_at(lambda k: k.variance, kernel, Positive(jax.random.uniform(getkey()) + 0.5))
+        pipeline(kernel, mean, X, y, noise, jax.random.normal(getkey(), (4, 2)), jax.random.normal(getkey(), (2,)))
+
+
+def test_vmap_over_datasets_equals_loop(getkey):
+    kernel, mean, _, _, _ = make_problem(getkey())
+    problems = [make_problem(getkey()) for _ in range(4)]
+    X = jnp.stack([p[2] for p in problems])
+    y = jnp.stack([p[3] for p in problems])
+    noise = jnp.stack([p[4] for p in problems])
+    X_new = jax.random.normal(getkey(), (5, 2))
+
+    def fit_and_predict(X, y, noise):
+        posterior = gp.condition(kernel, mean, X, y, noise)
+        return gp.log_marginal_likelihood(posterior), gp.predict(posterior, X_new)
+
+    batched = jax.vmap(fit_and_predict)(X, y, noise)
+    for index in range(4):
+        single = fit_and_predict(X[index], y[index], noise[index])
+        np.testing.assert_allclose(batched[0][index], single[0], rtol=1e-12)
+        np.testing.assert_allclose(batched[1][0][index], single[1][0], atol=1e-12)
+        np.testing.assert_allclose(batched[1][1][index], single[1][1], atol=1e-12)
+
+
+def test_float32_runs_without_nan(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    kernel32 = kernels.SquaredExponential(lengthscale=jnp.float32(1.0), variance=jnp.float32(1.0))
+    mean32 = means.Constant(jnp.float32(0.0))
+    X32, y32 = X.astype(jnp.float32), y.astype(jnp.float32)
+    posterior = gp.condition(kernel32, mean32, X32, y32, jnp.float32(0.05), capacity=X.shape[0] + 1)
+    posterior = gp.update(posterior, X32[0] + 0.5, y32[0], jnp.float32(0.05))
+    mean_pred, variance = gp.predict(posterior, X32[:5])
+    lml = gp.log_marginal_likelihood(posterior)
+    for value in (mean_pred, variance, lml):
+        assert value.dtype == jnp.float32
+        assert np.all(np.isfinite(value))
+
+
+def test_shape_errors_name_the_argument(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    with pytest.raises(ValueError, match="`y`.*shape"):
+        gp.condition(kernel, mean, X, y[:-1], noise)
+    with pytest.raises(ValueError, match="`noise_variance`"):
+        gp.condition(kernel, mean, X, y, noise[:-1])
+    with pytest.raises(ValueError, match="`X`"):
+        gp.condition(kernel, mean, X[:, 0], y, noise)
+    posterior = gp.condition(kernel, mean, X, y, noise)
+    with pytest.raises(ValueError, match="`X_new`"):
+        gp.predict(posterior, jnp.zeros((3, 5)))
+    with pytest.raises(ValueError, match="`kernel`"):
+        gp.condition(mean, mean, X, y, noise)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_data_is_rejected(getkey, bad):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    with pytest.raises(Exception, match="`X` contains NaN"):
+        gp.condition(kernel, mean, X.at[3, 1].set(bad), y, noise)
+    with pytest.raises(Exception, match="`y` contains NaN"):
+        gp.condition(kernel, mean, X, y.at[0].set(bad), noise)
+    with pytest.raises(Exception, match="`noise_variance` must be finite and strictly positive"):
+        gp.condition(kernel, mean, X, y, noise.at[0].set(-1.0))
+
+
+class _NegatedKernel(kernels.AbstractKernel):
+    """An invalid (negative-definite) covariance, to provoke a failed factorisation."""
+
+    inner: kernels.AbstractKernel
+
+    def evaluate(self, x1, x2):
+        return -self.inner.evaluate(x1, x2)
+
+
+def test_non_positive_definite_gram_gives_a_flag_not_nan(getkey):
+    _, mean, X, y, _ = make_problem(getkey())
+    posterior = gp.condition(_NegatedKernel(kernels.SquaredExponential()), mean, X, y, 1e-3)
+    assert posterior.result == RESULTS.cholesky_failed
+    assert np.all(np.isfinite(posterior.factor.lower))
+    assert np.isfinite(gp.log_marginal_likelihood(posterior))
+    assert np.all(np.isfinite(np.asarray(gp.predict(posterior, X[:3]))))
+
+
+def test_duplicate_inputs_escalate_jitter_and_succeed(getkey):
+    kernel, mean, X, y, _ = make_problem(getkey(), num_points=10)
+    X = jnp.concatenate([X, X])
+    y = jnp.concatenate([y, y])
+    posterior = gp.condition(kernel, mean, X, y, 1e-300)
+    assert posterior.result == RESULTS.successful
+    assert posterior.factor.jitter > 0
+    assert np.all(np.isfinite(np.asarray(gp.predict(posterior, X[:3]))))

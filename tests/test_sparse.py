@@ -1,0 +1,207 @@
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gpcompose import gp, RESULTS, sparse
+from gpcompose.parameters import Positive
+
+from .helpers import autodiff_gradient, dense_sparse_posterior, finite_difference_gradient
+from .test_gp import make_problem
+
+
+def test_inducing_points_at_the_data_reproduce_the_exact_posterior(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    X_new = jax.random.normal(getkey(), (8, 2))
+    exact = gp.condition(kernel, mean, X, y, noise)
+    approximate = sparse.condition(kernel, mean, X, y, noise, X)
+    for a, b in zip(sparse.predict(approximate, X_new), gp.predict(exact, X_new)):
+        np.testing.assert_allclose(a, b, atol=1e-8)
+    np.testing.assert_allclose(sparse.elbo(approximate), gp.log_marginal_likelihood(exact), atol=1e-8)
+
+
+def test_matches_dense_textbook_formulae(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    Z = X[:7] + 0.1
+    X_new = jax.random.normal(getkey(), (6, 2))
+    posterior = sparse.condition(kernel, mean, X, y, noise, Z)
+    mu, cov, bound = dense_sparse_posterior(kernel, mean, X, y, noise, Z, X_new)
+    mean_pred, variance = sparse.predict(posterior, X_new)
+    _, covariance = sparse.predict_covariance(posterior, X_new)
+    np.testing.assert_allclose(mean_pred, mu, atol=1e-8)
+    np.testing.assert_allclose(variance, np.diag(cov), atol=1e-8)
+    np.testing.assert_allclose(covariance, cov, atol=1e-8)
+    np.testing.assert_allclose(sparse.elbo(posterior), bound, rtol=1e-9)
+
+
+def test_elbo_bounds_the_marginal_likelihood_and_grows_with_nested_inducing_sets(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey(), num_points=40)
+    lml = gp.log_marginal_likelihood(gp.condition(kernel, mean, X, y, noise))
+    order = jax.random.permutation(getkey(), X.shape[0])
+    previous = -np.inf
+    for size in (2, 5, 10, 20, 30, 40):
+        value = sparse.elbo(sparse.condition(kernel, mean, X, y, noise, X[order[:size]]))
+        assert value <= lml + 1e-8
+        assert value >= previous - 1e-8
+        previous = value
+    np.testing.assert_allclose(previous, lml, atol=1e-8)
+
+
+def test_padded_buffers_equal_unpadded(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    Z = X[:6]
+    X_new = jax.random.normal(getkey(), (5, 2))
+    reference = sparse.condition(kernel, mean, X, y, noise, Z)
+    data_mask = jnp.arange(40) < X.shape[0]
+    inducing_mask = jnp.arange(10) < 6
+    padded = sparse.condition(
+        kernel,
+        mean,
+        jnp.pad(X, ((0, 10), (0, 0)), constant_values=7.0),
+        jnp.pad(y, (0, 10), constant_values=3.0),
+        jnp.pad(noise, (0, 10), constant_values=0.5),
+        jnp.pad(Z, ((0, 4), (0, 0)), constant_values=-5.0),
+        mask=data_mask,
+        inducing_mask=inducing_mask,
+    )
+    np.testing.assert_allclose(sparse.elbo(padded), sparse.elbo(reference), atol=1e-9)
+    for a, b in zip(sparse.predict(padded, X_new), sparse.predict(reference, X_new)):
+        np.testing.assert_allclose(a, b, atol=1e-9)
+    capacity = sparse.condition(kernel, mean, X, y, noise, Z, capacity=45)
+    np.testing.assert_allclose(sparse.elbo(capacity), sparse.elbo(reference), atol=1e-9)
+
+
+def test_observation_updates_equal_recomputation(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    Z = X[::3]
+    X_new = jax.random.normal(getkey(), (5, 2))
+    start = 18
+    posterior = sparse.condition(kernel, mean, X[:start], y[:start], noise[:start], Z, capacity=X.shape[0])
+    for index in range(start, X.shape[0]):
+        posterior = sparse.update(posterior, X[index], y[index], noise[index])
+    reference = sparse.condition(kernel, mean, X, y, noise, Z)
+    np.testing.assert_allclose(posterior.inner_lower, reference.inner_lower, atol=1e-8)
+    np.testing.assert_allclose(posterior.projected_residual, reference.projected_residual, atol=1e-8)
+    np.testing.assert_allclose(sparse.elbo(posterior), sparse.elbo(reference), atol=1e-8)
+    for a, b in zip(sparse.predict(posterior, X_new), sparse.predict(reference, X_new)):
+        np.testing.assert_allclose(a, b, atol=1e-8)
+    assert posterior.result == RESULTS.successful
+
+
+def test_observation_with_co_located_inducing_point_equals_recomputation(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    X_new = jax.random.normal(getkey(), (5, 2))
+    start = 25
+    num_inducing = 6
+    inducing_capacity = num_inducing + X.shape[0] - start
+    Z = jnp.zeros((inducing_capacity, 2)).at[:num_inducing].set(X[:num_inducing])
+    posterior = sparse.condition(
+        kernel,
+        mean,
+        X[:start],
+        y[:start],
+        noise[:start],
+        Z,
+        capacity=X.shape[0],
+        inducing_mask=jnp.arange(inducing_capacity) < num_inducing,
+    )
+    for index in range(start, X.shape[0]):
+        posterior = sparse.add_inducing_point(posterior, X[index])
+        posterior = sparse.update(posterior, X[index], y[index], noise[index])
+    Z_all = jnp.concatenate([X[:num_inducing], X[start:]])
+    reference = sparse.condition(kernel, mean, X, y, noise, Z_all)
+    np.testing.assert_allclose(posterior.inducing_factor.lower, reference.inducing_factor.lower, atol=1e-8)
+    np.testing.assert_allclose(posterior.inner_lower, reference.inner_lower, atol=1e-8)
+    np.testing.assert_allclose(sparse.elbo(posterior), sparse.elbo(reference), atol=1e-8)
+    for a, b in zip(sparse.predict(posterior, X_new), sparse.predict(reference, X_new)):
+        np.testing.assert_allclose(a, b, atol=1e-8)
+
+
+def test_full_inducing_buffer_raises(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    posterior = sparse.condition(kernel, mean, X, y, noise, X[:4])
+    with pytest.raises(Exception, match="inducing-point buffer is full"):
+        sparse.add_inducing_point(posterior, X[5])
+
+
+def test_lookahead_variance_equals_refit_and_never_increases(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    Z = X[:8]
+    posterior = sparse.condition(kernel, mean, X, y, noise, Z)
+    X_query = jax.random.normal(getkey(), (10, 2))
+    x = jax.random.normal(getkey(), (2,))
+    _, current = sparse.predict(posterior, X_query)
+    lookahead = sparse.lookahead_variance(posterior, X_query, x, 0.03)
+    for unseen_value in (-2.0, 4.0):
+        refit = sparse.condition(
+            kernel, mean, jnp.concatenate([X, x[None]]), jnp.append(y, unseen_value), jnp.append(noise, 0.03), Z
+        )
+        np.testing.assert_allclose(lookahead, sparse.predict(refit, X_query)[1], atol=1e-10)
+    assert np.all(lookahead <= current + 1e-12)
+
+
+def test_gradient_of_elbo_matches_finite_differences(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey(), num_points=20)
+    Z = X[:6]
+    params = {"kernel": kernel, "mean": mean, "noise": Positive(0.05)}
+
+    def objective(p):
+        return sparse.elbo(sparse.condition(p["kernel"], p["mean"], X, y, p["noise"], Z))
+
+    np.testing.assert_allclose(
+        autodiff_gradient(objective, params), finite_difference_gradient(objective, params), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_jit_traces_once_for_new_values(getkey):
+    @eqx.filter_jit
+    @eqx.debug.assert_max_traces(max_traces=1)
+    def pipeline(kernel, mean, X, y, noise, Z, X_new, x):
+        posterior = sparse.condition(
+            kernel, mean, X, y, noise, jnp.pad(Z, ((0, 1), (0, 0))),
+            capacity=X.shape[0] + 1, inducing_mask=jnp.arange(Z.shape[0] + 1) < Z.shape[0],
+        )
+        updated = sparse.update(sparse.add_inducing_point(posterior, x), x, 0.2, 0.01)
+        return sparse.predict(updated, X_new), sparse.elbo(updated), sparse.lookahead_variance(posterior, X_new, x, 0.01)
+
+    for _ in range(3):
+        kernel, mean, X, y, noise = make_problem(getkey())
+        Z = X[:5] + 0.1 * jax.random.normal(getkey(), (5, 2))
+        pipeline(kernel, mean, X, y, noise, Z, jax.random.normal(getkey(), (4, 2)), jax.random.normal(getkey(), (2,)))
+
+
+def test_vmap_over_inducing_sets_equals_loop(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    Zs = jax.random.normal(getkey(), (4, 6, 2))
+
+    def bound(Z):
+        return sparse.elbo(sparse.condition(kernel, mean, X, y, noise, Z))
+
+    batched = jax.vmap(bound)(Zs)
+    np.testing.assert_allclose(batched, [bound(Z) for Z in Zs], rtol=1e-12)
+
+
+def test_float32_runs_without_nan(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    from gpcompose import kernels, means
+
+    kernel32 = kernels.SquaredExponential(lengthscale=jnp.float32(1.0), variance=jnp.float32(1.0))
+    X32, y32 = X.astype(jnp.float32), y.astype(jnp.float32)
+    posterior = sparse.condition(kernel32, means.Zero(), X32, y32, jnp.float32(0.05), X32[:6], capacity=X.shape[0] + 1)
+    posterior = sparse.update(posterior, X32[0] + 0.3, y32[0], jnp.float32(0.05))
+    values = (*sparse.predict(posterior, X32[:5]), sparse.elbo(posterior))
+    for value in values:
+        assert value.dtype == jnp.float32
+        assert np.all(np.isfinite(value))
+
+
+def test_shape_errors_name_the_argument(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    with pytest.raises(ValueError, match="`Z`"):
+        sparse.condition(kernel, mean, X, y, noise, X[:4, :1])
+    with pytest.raises(ValueError, match="`inducing_mask`"):
+        sparse.condition(kernel, mean, X, y, noise, X[:4], inducing_mask=jnp.ones(3, bool))
+    posterior = sparse.condition(kernel, mean, X, y, noise, X[:4], capacity=31)
+    with pytest.raises(ValueError, match="`x`"):
+        sparse.update(posterior, jnp.zeros(3), 0.0, 0.1)
