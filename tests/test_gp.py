@@ -211,3 +211,19 @@ def test_duplicate_inputs_escalate_jitter_and_succeed(getkey):
     assert posterior.result == RESULTS.successful
     assert posterior.factor.jitter > 0
     assert np.all(np.isfinite(np.asarray(gp.predict(posterior, X[:3]))))
+
+
+def test_vmap_of_update_and_lookahead_over_candidates_equals_loop(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    posterior = gp.condition(kernel, mean, X, y, noise, capacity=X.shape[0] + 1)
+    candidates = jax.random.normal(getkey(), (4, 2))
+    X_query = jax.random.normal(getkey(), (5, 2))
+
+    def appended_likelihood(x):
+        return gp.log_marginal_likelihood(gp.update(posterior, x, 0.5, 0.02))
+
+    def lookahead(x):
+        return gp.lookahead_variance(posterior, X_query, x, 0.02)
+
+    np.testing.assert_allclose(jax.vmap(appended_likelihood)(candidates), [appended_likelihood(x) for x in candidates], rtol=1e-12)
+    np.testing.assert_allclose(jax.vmap(lookahead)(candidates), np.stack([lookahead(x) for x in candidates]), atol=1e-14)

@@ -205,3 +205,22 @@ def test_shape_errors_name_the_argument(getkey):
     posterior = sparse.condition(kernel, mean, X, y, noise, X[:4], capacity=31)
     with pytest.raises(ValueError, match="`x`"):
         sparse.update(posterior, jnp.zeros(3), 0.0, 0.1)
+
+
+def test_vmap_of_updates_and_lookahead_over_candidates_equals_loop(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    posterior = sparse.condition(
+        kernel, mean, X, y, noise, jnp.pad(X[:5], ((0, 1), (0, 0))),
+        capacity=X.shape[0] + 1, inducing_mask=jnp.arange(6) < 5,
+    )
+    candidates = jax.random.normal(getkey(), (4, 2))
+    X_query = jax.random.normal(getkey(), (5, 2))
+
+    def appended_bound(x):
+        return sparse.elbo(sparse.update(sparse.add_inducing_point(posterior, x), x, 0.5, 0.02))
+
+    def lookahead(x):
+        return sparse.lookahead_variance(posterior, X_query, x, 0.02)
+
+    np.testing.assert_allclose(jax.vmap(appended_bound)(candidates), [appended_bound(x) for x in candidates], rtol=1e-12)
+    np.testing.assert_allclose(jax.vmap(lookahead)(candidates), np.stack([lookahead(x) for x in candidates]), atol=1e-14)

@@ -1,0 +1,96 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+
+import gpcompose
+from gpcompose import gp, kernels, means, priors, sparse
+from gpcompose.parameters import Fixed, Positive, Real
+
+from .test_gp import make_problem
+
+
+def test_map_of_a_gaussian_objective_with_a_normal_prior():
+    # log N(x; 4, 1) + log N(x; 2, 1) peaks at x = 3.
+    params = {"x": Real(0.0, prior=priors.Normal(2.0, 1.0)), "fixed": Fixed(5.0)}
+    fit = gpcompose.maximise(lambda p, _: -0.5 * (p["x"].value - 4.0) ** 2, params)
+    np.testing.assert_allclose(fit.params["x"].value, 3.0, atol=1e-6)
+    assert fit.params["fixed"].value == 5.0
+    assert fit.result == optx.RESULTS.successful
+
+
+def test_map_includes_the_log_jacobian_of_the_transform():
+    # With x = exp(u) and log x ~ N(m, s²), the density of u is N(u; m, s²): its mode is u = m.
+    params = Positive(1.0, transform="exp", prior=priors.LogNormal(0.7, 0.3))
+    fit = gpcompose.maximise(lambda p, _: jnp.zeros(()), params)
+    np.testing.assert_allclose(fit.params.value, np.exp(0.7), rtol=1e-6)
+    without_prior = gpcompose.maximise(lambda p, _: -((p.value - 2.0) ** 2), params, include_prior=False)
+    np.testing.assert_allclose(without_prior.params.value, 2.0, rtol=1e-6)
+
+
+def _log_marginal_likelihood(params, data):
+    X, y = data
+    return gp.log_marginal_likelihood(gp.condition(params["kernel"], params["mean"], X, y, params["noise"]))
+
+
+def test_ml2_reaches_a_stationary_point_that_improves_the_objective(getkey):
+    _, _, X, y, _ = make_problem(getkey(), num_points=40)
+    params = {
+        "kernel": kernels.SquaredExponential(lengthscale=jnp.ones(2), variance=1.0),
+        "mean": means.Constant(0.0),
+        "noise": Positive(0.5),
+    }
+    fit = gpcompose.maximise(_log_marginal_likelihood, params, (X, y))
+    vector, unflatten = gpcompose.parameters.flatten(fit.params)
+    gradient = jax.grad(lambda v: _log_marginal_likelihood(unflatten(v), (X, y)))(vector)
+    assert np.max(np.abs(gradient)) < 1e-4
+    assert fit.value > _log_marginal_likelihood(params, (X, y))
+    np.testing.assert_allclose(fit.value, _log_marginal_likelihood(fit.params, (X, y)), rtol=1e-12)
+
+
+def test_sparse_map_fit_runs_and_respects_priors(getkey):
+    _, _, X, y, _ = make_problem(getkey(), num_points=40)
+    params = {
+        "kernel": kernels.Matern52(lengthscale=Positive(jnp.ones(2), prior=priors.Gamma(1.0, 2.0))),
+        "mean": means.Zero(),
+        "noise": Positive(0.1, prior=priors.LogNormal(-2.0, 1.0)),
+    }
+
+    def elbo(p, data):
+        X, y, Z = data
+        return sparse.elbo(sparse.condition(p["kernel"], p["mean"], X, y, p["noise"], Z))
+
+    fit = gpcompose.maximise(elbo, params, (X, y, X[:10]))
+    np.testing.assert_allclose(
+        fit.value, elbo(fit.params, (X, y, X[:10])) + gpcompose.parameters.log_prior(fit.params), rtol=1e-12
+    )
+    assert fit.value > elbo(params, (X, y, X[:10])) + gpcompose.parameters.log_prior(params)
+
+
+def test_new_data_reuse_the_compiled_fit(getkey):
+    traces = []
+
+    def objective(params, data):
+        traces.append(None)
+        return _log_marginal_likelihood(params, data)
+
+    params = {"kernel": kernels.Matern32(), "mean": means.Zero(), "noise": Positive(0.2)}
+    _, _, X, y, _ = make_problem(getkey(), num_points=12)
+    gpcompose.maximise(objective, params, (X, y))
+    first = len(traces)
+    _, _, X, y, _ = make_problem(getkey(), num_points=12)
+    gpcompose.maximise(objective, params, (X, y))
+    assert len(traces) == first
+
+
+def test_vmap_over_datasets_equals_loop(getkey):
+    params = {"kernel": kernels.SquaredExponential(), "mean": means.Zero(), "noise": Positive(0.2)}
+    problems = [make_problem(getkey(), num_points=12)[2:4] for _ in range(3)]
+    X = jnp.stack([p[0] for p in problems])
+    y = jnp.stack([p[1] for p in problems])
+
+    def fit_value(X, y):
+        return gpcompose.maximise(_log_marginal_likelihood, params, (X, y), max_steps=100).value
+
+    batched = jax.vmap(fit_value)(X, y)
+    np.testing.assert_allclose(batched, [fit_value(X[i], y[i]) for i in range(3)], rtol=1e-9)
