@@ -9,7 +9,8 @@ escalating sequence
 
 where `s = mean(|diag A|)` makes the jitter relative to the scale of the matrix and
 `j_0` is `1e-10` in float64 (up to 1e-5) and `1e-6` in float32 (up to 1e-1). The first
-attempt whose factor is finite wins, so a well-posed matrix is factorised exactly. If every attempt fails the factor is replaced by the finite placeholder
+attempt whose factor is finite wins, so a well-posed matrix is factorised exactly. If
+every attempt fails the factor is replaced by the finite placeholder
 `diag(sqrt(|diag A| + j_max))` and `result` is `RESULTS.cholesky_failed`: the caller gets
 a flag, never a NaN. Gradients flow through the factor by the standard Cholesky JVP
 (the jitter is treated as a constant), so the policy costs one factorisation in the
@@ -111,8 +112,8 @@ def cholesky(matrix: Float[Array, "n n"], relative_jitter: float | None = None) 
 
 
 def solve_triangular(
-    lower: Float[Array, "n n"], rhs: Float[Array, "n *k"], *, transpose: bool = False
-) -> Float[Array, "n *k"]:
+    lower: Float[Array, "n n"], rhs: Float[Array, " n *k"], *, transpose: bool = False
+) -> Float[Array, " n *k"]:
     """Solve `L x = b` (or `Lᵀ x = b` with `transpose=True`) for lower-triangular `L`.
 
     The solve goes through lineax's `Triangular` solver; a matrix right-hand side is
@@ -131,7 +132,7 @@ def solve_triangular(
     return jax.vmap(solve_vector, in_axes=1, out_axes=1)(rhs)
 
 
-def cholesky_solve(lower: Float[Array, "n n"], rhs: Float[Array, "n *k"]) -> Float[Array, "n *k"]:
+def cholesky_solve(lower: Float[Array, "n n"], rhs: Float[Array, " n *k"]) -> Float[Array, " n *k"]:
     """Solve `A x = b` given the lower Cholesky factor `L` of the positive-definite `A`."""
     return solve_triangular(lower, solve_triangular(lower, rhs), transpose=True)
 

@@ -72,6 +72,12 @@ def make_observations(
     return Observations(X, y, noise_variance, mask)
 
 
+def check_new_inputs(observations: Observations, X_new: Float[ArrayLike, "Q D"], name: str) -> Float[Array, "Q D"]:
+    """Query inputs with the buffer's number of columns, in the buffer's dtype."""
+    inputs = observations.inputs
+    return check_inputs(X_new, name, dimension=inputs.shape[1]).astype(inputs.dtype)
+
+
 def next_slot(mask: Bool[Array, " C"]) -> Int[Array, ""]:
     """Index after the last used slot (the capacity if the last slot is used)."""
     slots = jnp.arange(mask.shape[0])

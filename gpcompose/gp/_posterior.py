@@ -31,6 +31,14 @@ class ExactPosterior(eqx.Module):
         return self.factor.result
 
 
+def check_prior(kernel: AbstractKernel, mean: AbstractMean) -> None:
+    """Raise `ValueError` unless `kernel` and `mean` are a kernel and a mean function."""
+    if not isinstance(kernel, AbstractKernel):
+        raise ValueError(f"`kernel` must be an AbstractKernel, got {type(kernel).__name__}.")
+    if not isinstance(mean, AbstractMean):
+        raise ValueError(f"`mean` must be an AbstractMean, got {type(mean).__name__}.")
+
+
 def centred_targets(mean: AbstractMean, observations: Observations) -> Float[Array, " C"]:
     """y − m(X) on used rows, zero elsewhere."""
     residual = observations.targets - mean(observations.inputs)
@@ -67,10 +75,7 @@ def condition(
 
     **Returns:** an `ExactPosterior`; check `posterior.result` for a failed factorisation.
     """
-    if not isinstance(kernel, AbstractKernel):
-        raise ValueError(f"`kernel` must be an AbstractKernel, got {type(kernel).__name__}.")
-    if not isinstance(mean, AbstractMean):
-        raise ValueError(f"`mean` must be an AbstractMean, got {type(mean).__name__}.")
+    check_prior(kernel, mean)
     observations = make_observations(X, y, value_of(noise_variance), mask, capacity)
     factor = cholesky(noisy_gram(kernel, observations))
     weights = cholesky_solve(factor.lower, centred_targets(mean, observations))

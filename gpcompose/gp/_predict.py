@@ -3,7 +3,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._jit import public_jit
 from .._linalg import solve_triangular
-from .._validation import check_inputs
+from .._observations import check_new_inputs
 from ._posterior import ExactPosterior
 
 
@@ -15,12 +15,6 @@ def _projections(posterior: ExactPosterior, X_new: Float[Array, "Q D"]):
     return cross, solve_triangular(posterior.factor.lower, cross)
 
 
-def _check_new_inputs(posterior: ExactPosterior, X_new, name: str = "X_new"):
-    return check_inputs(X_new, name, dimension=posterior.observations.inputs.shape[1]).astype(
-        posterior.observations.inputs.dtype
-    )
-
-
 @public_jit()
 def predict(posterior: ExactPosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
     """Latent (noise-free) predictive mean and variance at `X_new`.
@@ -28,7 +22,7 @@ def predict(posterior: ExactPosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[
     μ(x) = m(x) + k(x, X)(K + D)⁻¹(y − m(X)),  s²(x) = k(x, x) − ‖L⁻¹k(X, x)‖²
     (Rasmussen & Williams 2006, eqs. 2.25–2.26). Variances are clamped at 0.
     """
-    X_new = _check_new_inputs(posterior, X_new)
+    X_new = check_new_inputs(posterior.observations, X_new, "X_new")
     cross, projected = _projections(posterior, X_new)
     mean = posterior.mean(X_new) + cross.T @ posterior.weights
     variance = posterior.kernel.diagonal(X_new) - jnp.sum(projected**2, axis=0)
@@ -40,7 +34,7 @@ def predict_covariance(
     posterior: ExactPosterior, X_new: Float[ArrayLike, "Q D"]
 ) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
     """Latent predictive mean and full covariance k(X*, X*) − Vᵀ V at `X_new`."""
-    X_new = _check_new_inputs(posterior, X_new)
+    X_new = check_new_inputs(posterior.observations, X_new, "X_new")
     cross, projected = _projections(posterior, X_new)
     mean = posterior.mean(X_new) + cross.T @ posterior.weights
     covariance = posterior.kernel.gram(X_new) - projected.T @ projected
@@ -59,8 +53,8 @@ def lookahead_variance(
     s⋆²(x′; x) = s²(x′) − C(x′, x)² / (s²(x) + σ²_x), where C is the posterior
     covariance; it does not depend on the unseen value and never exceeds s²(x′).
     """
-    X_query = _check_new_inputs(posterior, X_query, "X_query")
-    x = _check_new_inputs(posterior, jnp.atleast_2d(x), "x")
+    X_query = check_new_inputs(posterior.observations, X_query, "X_query")
+    x = check_new_inputs(posterior.observations, jnp.atleast_2d(x), "x")
     both = jnp.concatenate([X_query, x])
     _, projected = _projections(posterior, both)
     query_projected, point_projected = projected[:, :-1], projected[:, -1]

@@ -7,7 +7,7 @@ from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky, solve_triangular
 from .._observations import Observations, make_observations, padded_gram
 from .._validation import check_inputs, require_finite
-from ..gp._posterior import centred_targets
+from ..gp._posterior import centred_targets, check_prior
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
 from ..parameters import AbstractParameter, value_of
@@ -70,10 +70,7 @@ def condition(
     (False marks free inducing slots that `add_inducing_point` can fill later).
     Cost O(N M²).
     """
-    if not isinstance(kernel, AbstractKernel):
-        raise ValueError(f"`kernel` must be an AbstractKernel, got {type(kernel).__name__}.")
-    if not isinstance(mean, AbstractMean):
-        raise ValueError(f"`mean` must be an AbstractMean, got {type(mean).__name__}.")
+    check_prior(kernel, mean)
     observations = make_observations(X, y, value_of(noise_variance), mask, capacity)
     Z = check_inputs(Z, "Z", dimension=observations.inputs.shape[1]).astype(observations.inputs.dtype)
     if inducing_mask is None:

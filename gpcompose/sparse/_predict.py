@@ -3,7 +3,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._jit import public_jit
 from .._linalg import solve_triangular
-from .._validation import check_inputs
+from .._observations import check_new_inputs
 from ._posterior import SparsePosterior
 
 
@@ -15,11 +15,6 @@ def _whitened(posterior: SparsePosterior, X_new: Float[Array, "Q D"]):
     return a, solve_triangular(posterior.inner_lower, a)
 
 
-def _check_new_inputs(posterior: SparsePosterior, X_new, name: str):
-    inputs = posterior.observations.inputs
-    return check_inputs(X_new, name, dimension=inputs.shape[1]).astype(inputs.dtype)
-
-
 @public_jit()
 def predict(posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
     """Latent predictive mean and variance of the SGPR posterior (SVBMC eqs. S9–S10, C.4).
@@ -27,7 +22,7 @@ def predict(posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple
     μ(x) = m(x) + bᵀc,  s²(x) = k(x, x) − ‖a‖² + ‖b‖²,  a = L⁻¹k(Z, x), b = L_S⁻¹a,
     c = L_S⁻¹ r. (The printed C.4 mean carries m(Z) terms that cancel exactly.)
     """
-    X_new = _check_new_inputs(posterior, X_new, "X_new")
+    X_new = check_new_inputs(posterior.observations, X_new, "X_new")
     a, b = _whitened(posterior, X_new)
     mean = posterior.mean(X_new) + b.T @ posterior.inner_weights
     variance = posterior.kernel.diagonal(X_new) - jnp.sum(a**2, axis=0) + jnp.sum(b**2, axis=0)
@@ -39,7 +34,7 @@ def predict_covariance(
     posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]
 ) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
     """Latent predictive mean and covariance k(X*, X*) − AᵀA + BᵀB."""
-    X_new = _check_new_inputs(posterior, X_new, "X_new")
+    X_new = check_new_inputs(posterior.observations, X_new, "X_new")
     a, b = _whitened(posterior, X_new)
     mean = posterior.mean(X_new) + b.T @ posterior.inner_weights
     covariance = posterior.kernel.gram(X_new) - a.T @ a + b.T @ b
@@ -58,8 +53,8 @@ def lookahead_variance(
     Sherman–Morrison on S′ = S + v vᵀ, v = L⁻¹k(Z, x)/σ_x (SVBMC §2.11 case 2):
         s⋆²(x′; x) = s²(x′) − (b′ᵀ b_x)² / (σ²_x + ‖b_x‖²),  b = L_S⁻¹ L⁻¹ k(Z, ·).
     """
-    X_query = _check_new_inputs(posterior, X_query, "X_query")
-    x = _check_new_inputs(posterior, jnp.atleast_2d(x), "x")
+    X_query = check_new_inputs(posterior.observations, X_query, "X_query")
+    x = check_new_inputs(posterior.observations, jnp.atleast_2d(x), "x")
     a, b = _whitened(posterior, jnp.concatenate([X_query, x]))
     query_b, point_b = b[:, :-1], b[:, -1]
     query_variance = (
