@@ -3,11 +3,14 @@
 from . import gp as gp
 from . import kernels as kernels
 from . import means as means
+from . import mixtures as mixtures
 from . import parameters as parameters
 from . import priors as priors
+from . import quadrature as quadrature
 from . import sparse as sparse
 from ._errors import RESULTS as RESULTS
 from ._maximise import MaximiseResult as MaximiseResult
 from ._maximise import maximise as maximise
+from .quadrature import elbo as elbo
 
 __version__ = "0.1.0"

@@ -1,0 +1,164 @@
+import abc
+import math
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import logsumexp
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
+
+from ._gaussian import diagonal_gaussian_log_prob
+
+
+def first_free_slot(mask: Bool[Array, " K"]) -> Array:
+    """Index of the first inactive component (K if every slot is active)."""
+    return jnp.where(jnp.all(mask), mask.shape[0], jnp.argmin(mask))
+
+
+def logits_after_adding(weights: Float[Array, " K"], slot, weight) -> Float[Array, " K"]:
+    """Log-weights when a component of weight `weight` joins at `slot` and the others shrink by 1 − w."""
+    new_weights = (1.0 - weight) * weights
+    new_weights = new_weights.at[slot].set(weight)
+    return jnp.log(jnp.where(new_weights > 0, new_weights, 1.0))
+
+
+class AbstractGaussianMixture(eqx.Module):
+    """q(x) = Σ_k w_k N(x; μ_k, diag(σ²_k)) on a fixed number K of component slots.
+
+    Weights are a softmax of unconstrained `logits` over the active slots (`mask`), so
+    components can be added and pruned under `jit` without changing shapes. Subclasses
+    define how the component means and variances are parameterised.
+    """
+
+    logits: eqx.AbstractVar[Float[Array, " K"]]
+    mask: eqx.AbstractVar[Bool[Array, " K"]]
+
+    @property
+    @abc.abstractmethod
+    def component_means(self) -> Float[Array, "K D"]:
+        """μ_k."""
+
+    @property
+    @abc.abstractmethod
+    def component_variances(self) -> Float[Array, "K D"]:
+        """Diagonal variances σ²_{k,d}."""
+
+    @property
+    def num_components(self) -> int:
+        return self.logits.shape[0]
+
+    @property
+    def dimension(self) -> int:
+        return self.component_means.shape[1]
+
+    @property
+    def weights(self) -> Float[Array, " K"]:
+        """w = softmax(logits) over the active components (0 on inactive ones)."""
+        return jnp.where(self.mask, jax.nn.softmax(self.logits, where=self.mask), 0.0)
+
+    @property
+    def log_weights(self) -> Float[Array, " K"]:
+        """log w (−∞ on inactive components)."""
+        return jnp.where(self.mask, jax.nn.log_softmax(self.logits, where=self.mask), -jnp.inf)
+
+    def component_log_prob(self, x: Float[Array, " D"]) -> Float[Array, " K"]:
+        """log N(x; μ_k, diag(σ²_k)) for every component."""
+        return jax.vmap(diagonal_gaussian_log_prob, in_axes=(None, 0, 0))(
+            x, self.component_means, self.component_variances
+        )
+
+    def log_prob(self, x: Float[Array, "*batch D"]) -> Float[Array, "*batch"]:
+        """log q(x) = logsumexp_k(log w_k + log N(x; μ_k, Σ_k)) for one point or a batch."""
+        x = jnp.asarray(x)
+        if x.shape[-1:] != (self.dimension,):
+            raise ValueError(f"`x` must have a last axis of size {self.dimension}, got shape {x.shape}.")
+        single = lambda point: logsumexp(self.log_weights + self.component_log_prob(point))
+        flat = jax.vmap(single)(x.reshape(-1, self.dimension))
+        return flat.reshape(x.shape[:-1])
+
+    def stratified_sample(self, key: PRNGKeyArray, num_per_component: int) -> Float[Array, "K S D"]:
+        """Reparameterised draws x_{k,s} = μ_k + σ_k ⊙ ε_{k,s}, `num_per_component` per component.
+
+        Differentiable in the means and scales; with `expectation` the weights enter as
+        Σ_k w_k (1/S) Σ_s f(x_{k,s}), so the estimate is differentiable in them too
+        (BVBMC thesis eq. 5.34).
+        """
+        shape = (self.num_components, num_per_component, self.dimension)
+        noise = jax.random.normal(key, shape, self.component_means.dtype)
+        scales = jnp.sqrt(self.component_variances)
+        return self.component_means[:, None, :] + scales[:, None, :] * noise
+
+    def expectation(
+        self, function: Callable[[Float[Array, " D"]], Float[Array, ""]], key: PRNGKeyArray, num_per_component: int
+    ) -> Float[Array, ""]:
+        """Stratified reparameterised Monte Carlo estimate of E_q[f(x)]."""
+        samples = self.stratified_sample(key, num_per_component)
+        values = jax.vmap(jax.vmap(function))(samples)
+        return jnp.sum(self.weights * jnp.mean(values, axis=1))
+
+    def sample(self, key: PRNGKeyArray, num_samples: int) -> Float[Array, "S D"]:
+        """`num_samples` independent draws from q (component chosen at random per draw).
+
+        Differentiable in the means and scales but not in the weights; use
+        `expectation` for gradients with respect to the weights.
+        """
+        component_key, noise_key = jax.random.split(key)
+        components = jax.random.categorical(component_key, self.log_weights, shape=(num_samples,))
+        noise = jax.random.normal(noise_key, (num_samples, self.dimension), self.component_means.dtype)
+        scales = jnp.sqrt(self.component_variances)
+        return self.component_means[components] + scales[components] * noise
+
+    def mean(self) -> Float[Array, " D"]:
+        """Σ_k w_k μ_k."""
+        return self.weights @ self.component_means
+
+    def covariance(self) -> Float[Array, "D D"]:
+        """Σ_k w_k (Σ_k + μ_k μ_kᵀ) − μ̄ μ̄ᵀ (BVBMC thesis eq. 5.28)."""
+        means = self.component_means
+        mean = self.mean()
+        centred = means - mean[None, :]
+        between = (self.weights[:, None] * centred).T @ centred
+        within = jnp.diag(self.weights @ self.component_variances)
+        return between + within
+
+    def marginal_log_prob(self, values: Float[Array, " N"], dimension: int) -> Float[Array, " N"]:
+        """log density of the 1-D marginal of coordinate `dimension` at `values`."""
+        means = self.component_means[:, dimension]
+        variances = self.component_variances[:, dimension]
+        terms = -0.5 * ((values[:, None] - means[None, :]) ** 2 / variances[None, :] + jnp.log(2 * math.pi * variances[None, :]))
+        return logsumexp(self.log_weights[None, :] + terms, axis=1)
+
+    def entropy(self, key: PRNGKeyArray, num_per_component: int) -> Float[Array, ""]:
+        """H[q] = −E_q[log q] by stratified reparameterised Monte Carlo (differentiable)."""
+        return -self.expectation(self.log_prob, key, num_per_component)
+
+    def entropy_bounds(self) -> tuple[Float[Array, ""], Float[Array, ""]]:
+        """Deterministic bounds on H[q] (Huber et al. 2008):
+
+            lower = −Σ_i w_i log Σ_j w_j N(μ_i; μ_j, Σ_i + Σ_j)       (Jensen)
+            upper = Σ_i w_i [−log w_i + ½ Σ_d log(2πe σ²_{i,d})].
+        """
+        means = self.component_means
+        variances = self.component_variances
+        pair_log_prob = jax.vmap(
+            lambda mean_i, var_i: jax.vmap(lambda mean_j, var_j: diagonal_gaussian_log_prob(mean_i, mean_j, var_i + var_j))(
+                means, variances
+            )
+        )(means, variances)
+        inner = logsumexp(self.log_weights[None, :] + pair_log_prob, axis=1)
+        weights = self.weights
+        lower = -jnp.sum(jnp.where(self.mask, weights * inner, 0.0))
+        component_entropy = 0.5 * jnp.sum(jnp.log(2 * math.pi * math.e * variances), axis=1)
+        upper = jnp.sum(jnp.where(self.mask, weights * (component_entropy - jnp.where(self.mask, self.log_weights, 0.0)), 0.0))
+        return lower, upper
+
+    def moment_matched(self) -> tuple[Float[Array, " D"], Float[Array, "D D"]]:
+        """Mean and covariance of the Gaussian with the same first two moments as q."""
+        return self.mean(), self.covariance()
+
+    def prune(self, threshold: float | Float[Array, ""]) -> "AbstractGaussianMixture":
+        """Deactivate components whose weight is below `threshold` (the largest always stays)."""
+        weights = self.weights
+        keep = self.mask & ((weights >= threshold) | (weights == jnp.max(weights)))
+        return eqx.tree_at(lambda mixture: mixture.mask, self, keep)

@@ -1,0 +1,50 @@
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+
+from .._linalg import cholesky, log_determinant, solve_triangular
+
+
+class MultivariateNormal(eqx.Module):
+    """A full-covariance Gaussian N(μ, Σ), used as a quadrature measure."""
+
+    location: Float[Array, " D"]
+    covariance_matrix: Float[Array, "D D"]
+
+    def __init__(self, mean: Float[ArrayLike, " D"], covariance: Float[ArrayLike, "D D"]):
+        mean = jnp.asarray(mean)
+        covariance = jnp.asarray(covariance, mean.dtype)
+        if mean.ndim != 1 or covariance.shape != (mean.shape[0], mean.shape[0]):
+            raise ValueError(
+                f"`mean` must have shape (D,) and `covariance` (D, D), got {mean.shape} and {covariance.shape}."
+            )
+        self.location = mean
+        self.covariance_matrix = covariance
+
+    @property
+    def dimension(self) -> int:
+        return self.location.shape[0]
+
+    def mean(self) -> Float[Array, " D"]:
+        return self.location
+
+    def covariance(self) -> Float[Array, "D D"]:
+        return self.covariance_matrix
+
+    def log_prob(self, x: Float[Array, "*batch D"]) -> Float[Array, "*batch"]:
+        """log N(x; μ, Σ) for one point or a batch."""
+        x = jnp.asarray(x)
+        lower = cholesky(self.covariance_matrix).lower
+        flat = x.reshape(-1, self.dimension) - self.location[None, :]
+        whitened = solve_triangular(lower, flat.T)
+        values = -0.5 * (jnp.sum(whitened**2, axis=0) + log_determinant(lower) + self.dimension * math.log(2 * math.pi))
+        return values.reshape(x.shape[:-1])
+
+    def sample(self, key: PRNGKeyArray, num_samples: int) -> Float[Array, "S D"]:
+        """Reparameterised draws μ + L ε."""
+        lower = cholesky(self.covariance_matrix).lower
+        noise = jax.random.normal(key, (num_samples, self.dimension), self.location.dtype)
+        return self.location[None, :] + noise @ lower.T
