@@ -14,6 +14,8 @@ import scipy.linalg
 from gpcompose import RESULTS
 from gpcompose._linalg import (
     cholesky as eager_cholesky,
+)
+from gpcompose._linalg import (
     cholesky_append,
     cholesky_solve,
     cholesky_update,
@@ -198,14 +200,18 @@ def _functions_of_factor(theta):
     and Σ W ⊙ L, which exercises every entry of dL and not only its diagonal."""
     lower = cholesky(_matrix_of_theta(theta)).lower
     y = jnp.asarray(_Y_GRAD)
-    return jnp.stack(
-        [log_determinant(lower), y @ cholesky_solve(lower, y), jnp.sum(jnp.asarray(_W_GRAD) * lower)]
-    )
+    return jnp.stack([log_determinant(lower), y @ cholesky_solve(lower, y), jnp.sum(jnp.asarray(_W_GRAD) * lower)])
+
+
+def _matrix_derivatives(theta):
+    """dA/dθ_i in closed form (numpy), for the trace and quadratic-form identities."""
+    lengthscale, variance, noise = np.exp(theta)
+    gram = variance * np.exp(-0.5 * _D2_GRAD / lengthscale**2)
+    return [gram * _D2_GRAD / lengthscale**2, gram, noise * np.eye(len(_X_GRAD))]
 
 
 def test_cholesky_gradient_matches_finite_differences():
     theta = jnp.asarray(_THETA)
-    reverse = np.asarray(jax.jit(jax.jacrev(_functions_of_factor))(theta))
     forward = np.asarray(jax.jit(jax.jacfwd(_functions_of_factor))(theta))
     function = jax.jit(_functions_of_factor)
     step = 1e-5
@@ -216,16 +222,17 @@ def test_cholesky_gradient_matches_finite_differences():
         ],
         axis=1,
     )
-    np.testing.assert_allclose(reverse, numeric, rtol=1e-7, atol=1e-8)
-    np.testing.assert_allclose(forward, reverse, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(forward, numeric, rtol=1e-7, atol=1e-8)
+    # Reverse mode (the transpose of the custom JVP) agrees with forward mode.
+    weights = jnp.asarray([1.0, -0.5, 0.3])
+    reverse = np.asarray(jax.jit(jax.grad(lambda t: weights @ _functions_of_factor(t)))(theta))
+    np.testing.assert_allclose(reverse, np.asarray(weights) @ forward, rtol=1e-12, atol=1e-13)
     # d log det A / dθ = tr(A⁻¹ dA/dθ) and d yᵀA⁻¹y / dθ = −yᵀA⁻¹ (dA/dθ) A⁻¹y exactly.
     A = np.asarray(_matrix_of_theta(theta))
-    dA = np.asarray(jax.jacfwd(_matrix_of_theta)(theta))
+    dA = _matrix_derivatives(_THETA)
     alpha = np.linalg.solve(A, _Y_GRAD)
-    trace = [np.trace(np.linalg.solve(A, dA[..., i])) for i in range(3)]
-    quadratic = [-alpha @ dA[..., i] @ alpha for i in range(3)]
-    np.testing.assert_allclose(reverse[0], trace, rtol=1e-11)
-    np.testing.assert_allclose(reverse[1], quadratic, rtol=1e-11)
+    np.testing.assert_allclose(forward[0], [np.trace(np.linalg.solve(A, d)) for d in dA], rtol=1e-11)
+    np.testing.assert_allclose(forward[1], [-alpha @ d @ alpha for d in dA], rtol=1e-11)
 
 
 def test_cholesky_gradient_under_vmap_with_a_failing_element():
@@ -255,18 +262,23 @@ def test_cholesky_gradient_finite_when_jitter_is_used():
     lengthscale = jnp.asarray(0.7)
     factor = cholesky(gram(lengthscale))
     assert factor.result == RESULTS.successful and float(factor.jitter) > 0
-    gradient = float(jax.grad(weighted_factor)(lengthscale))
+    gradient = float(jax.jit(jax.grad(weighted_factor))(lengthscale))
     assert np.isfinite(gradient)
     # The jitter is held constant: the gradient is that of the factor of K(ℓ) + jitter I.
     jitter = float(factor.jitter)
     identity = np.eye(4)
 
-    def fixed_jitter(ls):
-        return float(jnp.sum(jnp.asarray(_W_GRAD[:4, :4]) * jnp.linalg.cholesky(gram(ls) + jitter * identity)))
+    @jax.jit
+    def fixed_jitter_factor(ls):
+        return jnp.sum(jnp.asarray(_W_GRAD[:4, :4]) * jnp.linalg.cholesky(gram(ls) + jitter * identity))
 
-    step = 1e-7
+    def fixed_jitter(ls):
+        return float(fixed_jitter_factor(jnp.asarray(ls)))
+
+    # The factor has entries ~1/√jitter, so rounding limits the step to ~1e-4.
+    step = 1e-4
     numeric = (fixed_jitter(0.7 + step) - fixed_jitter(0.7 - step)) / (2 * step)
-    np.testing.assert_allclose(gradient, numeric, rtol=1e-4)
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-7)
 
 
 # ------------------------------------------------------------------------ solves
@@ -353,7 +365,9 @@ def test_cholesky_append_flags_non_positive_definite_extension():
     column = A[:, index].copy()
     row = scipy.linalg.solve_triangular(lower[:index, :index], column[:index], lower=True)
     column[index] = 0.5 * np.sum(row**2)  # a_index − ‖ℓ‖² < 0: not positive definite
-    assert np.linalg.eigvalsh(np.block([[A[:index, :index], column[:index, None]], [column[None, : index + 1]]])).min() < 0
+    assert (
+        np.linalg.eigvalsh(np.block([[A[:index, :index], column[:index, None]], [column[None, : index + 1]]])).min() < 0
+    )
     new_lower, ok = cholesky_append(jnp.asarray(lower), jnp.asarray(column), jnp.asarray(index))
     assert not bool(ok)
     new_lower = np.asarray(new_lower)
@@ -440,7 +454,9 @@ def test_jit_traces_once_for_new_values():
         np.testing.assert_allclose(float(log_det), np.linalg.slogdet(A)[1], rtol=1e-12)
 
         index = 2 if seed == 40 else 4
-        new_lower, ok = append(jnp.asarray(np.linalg.cholesky(_padded(A, index))), jnp.asarray(A[:, index]), jnp.asarray(index))
+        new_lower, ok = append(
+            jnp.asarray(np.linalg.cholesky(_padded(A, index))), jnp.asarray(A[:, index]), jnp.asarray(index)
+        )
         assert bool(ok)
         np.testing.assert_allclose(new_lower, np.linalg.cholesky(_padded(A, index + 1)), rtol=1e-12, atol=1e-13)
 
@@ -457,52 +473,56 @@ def test_jit_traces_once_for_new_values():
         )
 
 
+@eqx.filter_jit
+def _float32_pipeline(matrix, rhs, padded_lower, column, index, vector):
+    factor = eager_cholesky(matrix)
+    lower = factor.lower
+    return {
+        "factor": factor,
+        "solution": cholesky_solve(lower, rhs),
+        "log_det": log_determinant(lower),
+        "appended": cholesky_append(padded_lower, column, index),
+        "updated": cholesky_update(lower, vector, 1.0),
+        "downdated": cholesky_update(lower, vector, -1.0),
+        "gradient": jax.grad(lambda M: log_determinant(eager_cholesky(M).lower))(matrix),
+    }
+
+
 def test_float32_smoke():
     rng = np.random.default_rng(50)
-    n = 5
+    n, index = 5, 3
     A = _random_spd(rng, n)
-    A32 = jnp.asarray(A, dtype=jnp.float32)
-    factor = cholesky(A32)
-    assert factor.lower.dtype == jnp.float32
-    assert factor.jitter.dtype == jnp.float32
+    rhs = rng.normal(size=(n, 2))
+    v = 0.3 * rng.normal(size=n)
+    f32 = lambda a: jnp.asarray(a, dtype=jnp.float32)  # noqa: E731
+    result = _float32_pipeline(
+        f32(A), f32(rhs), f32(np.linalg.cholesky(_padded(A, index))), f32(A[:, index]), jnp.asarray(index), f32(v)
+    )
+    for leaf in jax.tree_util.tree_leaves(eqx.filter(result, eqx.is_inexact_array)):
+        assert leaf.dtype == jnp.float32
+        assert np.all(np.isfinite(np.asarray(leaf)))
+    factor = result["factor"]
     assert factor.result == RESULTS.successful
     # Float32 accuracy on a matrix with condition number ~10.
     np.testing.assert_allclose(factor.lower, np.linalg.cholesky(A), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result["solution"], np.linalg.solve(A, rhs), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(float(result["log_det"]), np.linalg.slogdet(A)[1], rtol=1e-5)
+    appended, ok = result["appended"]
+    assert bool(ok)
+    np.testing.assert_allclose(appended, np.linalg.cholesky(_padded(A, index + 1)), rtol=1e-5, atol=1e-5)
+    for key, sign in (("updated", 1.0), ("downdated", -1.0)):
+        updated, ok = result[key]
+        assert bool(ok)
+        np.testing.assert_allclose(updated, np.linalg.cholesky(A + sign * np.outer(v, v)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result["gradient"], np.linalg.inv(A), rtol=1e-4, atol=1e-5)
 
-    rhs = jnp.asarray(rng.normal(size=(n, 2)), dtype=jnp.float32)
-    solution = cholesky_solve(factor.lower, rhs)
-    assert solution.dtype == jnp.float32
-    np.testing.assert_allclose(solution, np.linalg.solve(A, np.asarray(rhs, np.float64)), rtol=1e-4, atol=1e-5)
-    log_det = log_determinant(factor.lower)
-    assert log_det.dtype == jnp.float32
-    np.testing.assert_allclose(float(log_det), np.linalg.slogdet(A)[1], rtol=1e-5)
-
-    # A singular Gram in float32 escalates the jitter from the float32 level (1e-6).
-    singular = jnp.asarray(_squared_exponential_gram(np.array([[0.0], [0.0], [0.5], [2.0]])), dtype=jnp.float32)
+    # A singular Gram in float32 escalates the jitter from the float32 level (1e-6), and
+    # an indefinite matrix gives a finite float32 placeholder.
+    singular = f32(_squared_exponential_gram(np.array([[0.0], [0.0], [0.5], [2.0], [3.0]])))
     jittered = cholesky(singular)
-    assert jittered.result == RESULTS.successful
+    assert jittered.result == RESULTS.successful and jittered.lower.dtype == jnp.float32
     assert float(jittered.jitter) >= 1e-6 * (1 - 1e-6)
     assert np.all(np.isfinite(np.asarray(jittered.lower)))
-
-    failed = cholesky(jnp.diag(jnp.asarray([1.0, -1.0], dtype=jnp.float32)))
-    assert failed.result == RESULTS.cholesky_failed
-    assert failed.lower.dtype == jnp.float32
+    failed = cholesky(f32(np.diag([1.0, -1.0, 2.0, 1.0, 1.0])))
+    assert failed.result == RESULTS.cholesky_failed and failed.lower.dtype == jnp.float32
     assert np.all(np.isfinite(np.asarray(failed.lower)))
-
-    index = 3
-    lower = jnp.asarray(np.linalg.cholesky(_padded(A, index)), dtype=jnp.float32)
-    appended, ok = cholesky_append(lower, jnp.asarray(A[:, index], dtype=jnp.float32), jnp.asarray(index))
-    assert bool(ok) and appended.dtype == jnp.float32
-    np.testing.assert_allclose(appended, np.linalg.cholesky(_padded(A, index + 1)), rtol=1e-5, atol=1e-5)
-
-    v = 0.3 * rng.normal(size=n)
-    for sign in (1.0, -1.0):
-        updated, ok = cholesky_update(factor.lower, jnp.asarray(v, dtype=jnp.float32), sign)
-        assert bool(ok) and updated.dtype == jnp.float32
-        np.testing.assert_allclose(
-            updated, np.linalg.cholesky(A + sign * np.outer(v, v)), rtol=1e-5, atol=1e-5
-        )
-
-    gradient = jax.grad(lambda M: log_determinant(cholesky(M).lower))(A32)
-    assert gradient.dtype == jnp.float32
-    np.testing.assert_allclose(gradient, np.linalg.inv(A), rtol=1e-4, atol=1e-5)

@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ._stationary import AbstractSpectralKernel, safe_sqrt
+from ._stationary import AbstractSpectralKernel, safe_sqrt, scale_frequencies
 
 
 def matern_correlation(smoothness: float, distance: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
@@ -53,7 +53,7 @@ class AbstractMatern(AbstractSpectralKernel):
     def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:
         dtype = self.lengthscale.value.dtype
         standard = student_t_frequencies(key, self.smoothness, (num_features, dimension), dtype)
-        return standard / self.lengthscale.value
+        return scale_frequencies(standard, self.lengthscale.value)
 
 
 class Matern12(AbstractMatern):

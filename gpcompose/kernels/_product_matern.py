@@ -5,6 +5,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from ..parameters import AbstractParameter, as_positive
 from ._base import AbstractKernel, select_dims
 from ._matern import matern_correlation, student_t_frequencies
+from ._stationary import scale_frequencies
 
 
 class ProductMatern(AbstractKernel):
@@ -33,4 +34,4 @@ class ProductMatern(AbstractKernel):
     def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:
         dtype = self.lengthscale.value.dtype
         standard = student_t_frequencies(key, self.smoothness, (num_features, dimension, 1), dtype)
-        return standard[..., 0] / self.lengthscale.value
+        return scale_frequencies(standard[..., 0], self.lengthscale.value)

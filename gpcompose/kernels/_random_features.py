@@ -29,7 +29,7 @@ class RandomFourierFeatures(eqx.Module):
         X = check_inputs(X, "X")
         projected = jax.vmap(lambda x: self.frequencies @ select_dims(self.active_dims, x))(X)
         amplitude = jnp.sqrt(2.0 * self.variance / self.num_features)
-        return amplitude * jnp.cos(projected + self.phases)
+        return amplitude * jnp.cos(projected + self.phases[None, :])
 
 
 def random_features(

@@ -8,6 +8,12 @@ from ..parameters import AbstractParameter, as_positive
 from ._base import AbstractKernel, select_dims
 
 
+def scale_frequencies(standard: Float[Array, "F d"], lengthscale: Float[Array, "*d"]) -> Float[Array, "F d"]:
+    """ω = ω₀ / ℓ for a scalar or per-dimension lengthscale, broadcast by rank so that it
+    also works under `jax_numpy_rank_promotion="raise"`."""
+    return standard / jnp.atleast_1d(lengthscale)[None, :]
+
+
 def safe_sqrt(squared: Float[Array, ""]) -> Float[Array, ""]:
     """√r² with a zero (not NaN) gradient at r² = 0."""
     positive = squared > 0

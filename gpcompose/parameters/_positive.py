@@ -44,7 +44,7 @@ class Positive(AbstractParameter):
         if transform not in ("softplus", "exp"):
             raise ValueError(f"`transform` must be 'softplus' or 'exp', got {transform!r}.")
         value = _as_float_array(value)
-        if not isinstance(value, jax.core.Tracer) and bool(jnp.any(value <= minimum)):
+        if not isinstance(value, jax.core.Tracer) and not bool(jnp.all(value > minimum)):
             raise ValueError(f"`value` must be > {minimum} for a Positive parameter, got {value}.")
         shifted = value - minimum
         self.unconstrained = jnp.log(shifted) if transform == "exp" else _inverse_softplus(shifted)

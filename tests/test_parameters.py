@@ -1,0 +1,297 @@
+"""Tests of `gpcompose.parameters`: the positivity transforms and their log-Jacobians,
+argument checks, `Real`/`Fixed`, and the tree operations (`partition`, `flatten`,
+`log_prior`)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.special
+import scipy.stats
+
+from gpcompose import means
+from gpcompose.kernels import Periodic, SquaredExponential
+from gpcompose.parameters import (
+    Fixed,
+    Positive,
+    Real,
+    as_positive,
+    as_real,
+    flatten,
+    is_parameter,
+    log_prior,
+    partition,
+    trainable_spec,
+    value_of,
+)
+from gpcompose.priors import Gamma, LogNormal, LogScale, Normal, StudentT
+
+TRANSFORMS = ["softplus", "exp"]
+MINIMA = [0.0, 1e-6, 0.5]
+
+
+def _with_unconstrained(parameter, unconstrained):
+    return eqx.tree_at(lambda p: p.unconstrained, parameter, unconstrained)
+
+
+# ------------------------------------------------------------------ Positive
+
+
+@pytest.mark.parametrize("minimum", MINIMA)
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_positive_round_trips_value(transform, minimum):
+    shifted = np.array([1e-8, 1e-3, 0.7, 3.0, 50.0, 1e3])
+    value = minimum + shifted
+    parameter = Positive(jnp.asarray(value), transform=transform, minimum=minimum)
+    assert parameter.value.shape == value.shape
+    np.testing.assert_allclose(parameter.value, value, rtol=1e-13, atol=0)
+    # The stored coordinate is the documented inverse transform of value − minimum
+    # (computed in float64 from the given value; log(eˣ − 1) = x + log1p(−e⁻ˣ) for large x).
+    actual_shift = value - minimum
+    if transform == "exp":
+        expected_u = np.log(actual_shift)
+    else:
+        small = np.minimum(actual_shift, 30.0)
+        expected_u = np.where(
+            actual_shift > 30, actual_shift + np.log1p(-np.exp(-actual_shift)), np.log(np.expm1(small))
+        )
+    np.testing.assert_allclose(parameter.unconstrained, expected_u, rtol=1e-10, atol=1e-12)
+    assert np.all(np.asarray(parameter.value) > minimum)
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_positive_scalar_and_large_values(transform):
+    scalar = Positive(2.5, transform=transform)
+    assert scalar.value.shape == ()
+    np.testing.assert_allclose(float(scalar.value), 2.5, rtol=1e-15)
+    huge = Positive(1e300 if transform == "exp" else 1e8, transform=transform)
+    assert np.isfinite(float(huge.unconstrained))
+    # exp amplifies the rounding of u ≈ 690 by |u|: relative error ~ 690 ε.
+    np.testing.assert_allclose(float(huge.value), 1e300 if transform == "exp" else 1e8, rtol=1e-12)
+
+
+@pytest.mark.parametrize("minimum", MINIMA)
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_log_jacobian_matches_autodiff(transform, minimum):
+    u = jnp.asarray([-30.0, -3.0, -0.2, 0.0, 1.5, 12.0])
+    parameter = _with_unconstrained(Positive(jnp.ones(6), transform=transform, minimum=minimum), u)
+
+    @jax.jit
+    def jacobian_and_log_jacobian(unconstrained):
+        def value(v):
+            return _with_unconstrained(parameter, v).value
+
+        return jax.jacfwd(value)(unconstrained), _with_unconstrained(parameter, unconstrained).log_jacobian()
+
+    jacobian, log_jacobian = jacobian_and_log_jacobian(u)
+    jacobian = np.asarray(jacobian)
+    np.testing.assert_array_equal(jacobian, np.diag(np.diag(jacobian)))  # elementwise transform
+    expected = np.sum(np.log(np.abs(np.diag(jacobian))))
+    np.testing.assert_allclose(float(log_jacobian), expected, rtol=1e-13)
+    # ... and the closed forms log σ(u) / u.
+    closed_form = -np.logaddexp(0.0, -np.asarray(u)) if transform == "softplus" else np.asarray(u)
+    np.testing.assert_allclose(float(log_jacobian), np.sum(closed_form), rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "value, kwargs",
+    [
+        (0.0, {}),
+        (-1.0, {}),
+        (-1.0, {"transform": "exp"}),
+        (np.array([1.0, -2.0, 3.0]), {}),
+        (0.5, {"minimum": 1.0}),
+        (1.0, {"minimum": 1.0}),
+        (0.0, {"transform": "exp"}),
+        (np.nan, {}),
+        (np.array([1.0, np.nan]), {"transform": "exp"}),
+    ],
+)
+def test_positive_rejects_values_at_or_below_the_minimum(value, kwargs):
+    with pytest.raises(ValueError, match=r"`value` must be > "):
+        Positive(jnp.asarray(value), **kwargs)
+
+
+def test_positive_rejects_unknown_transform():
+    with pytest.raises(ValueError, match="transform"):
+        Positive(1.0, transform="log")
+
+
+def test_positive_can_be_built_under_vmap_and_jit():
+    values = jnp.asarray([0.2, 1.0, 4.0])
+    batched = eqx.filter_vmap(lambda v: Positive(v, minimum=0.1))(values)
+    np.testing.assert_allclose(batched.value, values, rtol=1e-14)
+    np.testing.assert_allclose(eqx.filter_jit(lambda v: Positive(v).value)(values), values, rtol=1e-14)
+
+
+# -------------------------------------------------------------- Real / Fixed
+
+
+def test_real_is_the_identity():
+    parameter = Real(jnp.asarray([-2.0, 0.0, 3.5]), prior=Normal(0.5, 2.0))
+    np.testing.assert_array_equal(parameter.value, [-2.0, 0.0, 3.5])
+    np.testing.assert_array_equal(parameter.unconstrained, [-2.0, 0.0, 3.5])
+    assert float(parameter.log_jacobian()) == 0.0
+    np.testing.assert_allclose(
+        float(parameter.log_prior()), np.sum(scipy.stats.norm(0.5, 2.0).logpdf([-2.0, 0.0, 3.5])), rtol=1e-14
+    )
+    assert Real(3).value.dtype == jnp.float64  # integers become floating point
+    assert trainable_spec(parameter).unconstrained is True
+
+
+def test_fixed_is_excluded_from_partition_and_flatten():
+    parameter = Fixed(jnp.asarray([1.0, 2.0]))
+    np.testing.assert_array_equal(parameter.value, [1.0, 2.0])
+    assert parameter.prior is None
+    assert float(parameter.log_jacobian()) == 0.0 and float(parameter.log_prior()) == 0.0
+    assert trainable_spec(parameter).fixed_value is False
+    trainable, rest = partition(parameter)
+    assert trainable.fixed_value is None
+    np.testing.assert_array_equal(rest.fixed_value, [1.0, 2.0])
+    vector, unflatten = flatten({"fixed": parameter, "free": Real(0.5)})
+    assert vector.shape == (1,)
+    np.testing.assert_array_equal(vector, [0.5])
+    np.testing.assert_array_equal(unflatten(jnp.asarray([9.0]))["fixed"].value, [1.0, 2.0])
+
+
+# ------------------------------------------------------------------ trees
+
+
+def _model():
+    """A nested tree: kernel algebra with Fixed leaves, a mean and a noise parameter."""
+    kernel = SquaredExponential(lengthscale=jnp.asarray([0.5, 2.0]), variance=Fixed(1.3)) + Periodic(
+        period=Fixed(2.0), lengthscale=0.8, variance=0.6
+    )
+    return {
+        "kernel": kernel,
+        "mean": means.Constant(0.7),
+        "noise": Positive(0.1, transform="exp", minimum=1e-6, prior=Gamma(1.0, 2.0)),
+    }
+
+
+def test_flatten_unflatten_round_trip():
+    tree = _model()
+    vector, unflatten = flatten(tree)
+    # Trainable: SE lengthscale (2), periodic lengthscale and variance, mean constant, noise.
+    assert vector.shape == (6,) and vector.dtype == jnp.float64
+    rebuilt = unflatten(vector)
+    assert bool(eqx.tree_equal(rebuilt, tree))
+    # Static metadata survives.
+    assert rebuilt["noise"].transform == "exp" and rebuilt["noise"].minimum == 1e-6
+    # A step in the vector moves exactly the trainable unconstrained coordinates.
+    delta = jnp.arange(1.0, 7.0) / 10
+    moved = unflatten(vector + delta)
+    moved_trainable = jax.tree_util.tree_leaves(partition(moved)[0])
+    original_trainable = jax.tree_util.tree_leaves(partition(tree)[0])
+    shifts = np.concatenate([np.ravel(a - b) for a, b in zip(moved_trainable, original_trainable, strict=True)])
+    np.testing.assert_allclose(np.sort(shifts), np.sort(np.asarray(delta)), rtol=1e-12)
+    np.testing.assert_allclose(flatten(moved)[0], vector + delta, rtol=1e-15)
+    # Fixed values do not move.
+    assert float(moved["kernel"].left.variance.value) == 1.3
+    assert float(moved["kernel"].right.period.value) == 2.0
+
+
+def test_flatten_vector_holds_the_unconstrained_values():
+    tree = _model()
+    vector, _ = flatten(tree)
+    expected = np.concatenate(
+        [
+            np.asarray(tree["kernel"].left.lengthscale.unconstrained),
+            [float(tree["kernel"].right.lengthscale.unconstrained), float(tree["kernel"].right.variance.unconstrained)],
+            [0.7, np.log(0.1 - 1e-6)],
+        ]
+    )
+    np.testing.assert_allclose(np.sort(np.asarray(vector)), np.sort(expected), rtol=1e-14)
+
+
+def test_partition_and_combine():
+    tree = _model()
+    trainable, rest = partition(tree)
+    assert bool(eqx.tree_equal(eqx.combine(trainable, rest), tree))
+    assert trainable["kernel"].left.variance.fixed_value is None
+    assert rest["kernel"].left.lengthscale.unconstrained is None
+    assert float(rest["kernel"].left.variance.fixed_value) == 1.3
+    spec = trainable_spec(tree)
+    assert spec["noise"].unconstrained is True and spec["kernel"].right.period.fixed_value is False
+
+
+def test_unflatten_under_jit_and_grad():
+    tree = _model()
+    vector, unflatten = flatten(tree)
+
+    def objective(v):
+        model = unflatten(v)
+        return jnp.sum(model["kernel"].gram(jnp.ones((3, 2)))) + log_prior(model)
+
+    gradient = jax.jit(jax.grad(objective))(vector)
+    assert gradient.shape == (6,) and np.all(np.isfinite(np.asarray(gradient)))
+    compiled = jax.jit(objective)
+    step = 1e-6
+    numeric = [
+        (float(compiled(vector + step * e)) - float(compiled(vector - step * e))) / (2 * step) for e in jnp.eye(6)
+    ]
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_log_prior_equals_hand_computation():
+    gamma = Positive(1.3, prior=Gamma(2.0, 1.5))
+    lognormal = Positive(jnp.asarray([0.4, 2.0]), transform="exp", prior=LogNormal(0.1, 0.7))
+    normal = Real(0.2, prior=Normal(0.0, 1.0))
+    log_student = Positive(0.3, minimum=0.1, prior=LogScale(StudentT(3.0, 0.0, 1.0)))
+    tree = {
+        "a": gamma,
+        "b": [lognormal, normal],
+        "c": (log_student, Positive(0.9), Fixed(5.0)),
+        "model": SquaredExponential(lengthscale=Positive(0.6, prior=Gamma(1.0, 2.0))),
+    }
+
+    def softplus_jacobian(shifted):
+        u = np.log(np.expm1(shifted))
+        return -np.logaddexp(0.0, -u)  # log σ(u)
+
+    expected = (
+        scipy.stats.gamma(a=2.0, scale=1.5).logpdf(1.3)
+        + softplus_jacobian(1.3)
+        + np.sum(scipy.stats.lognorm(s=0.7, scale=np.exp(0.1)).logpdf([0.4, 2.0]) + np.log([0.4, 2.0]))
+        + scipy.stats.norm(0.0, 1.0).logpdf(0.2)
+        + scipy.stats.t(3.0).logpdf(np.log(0.3))
+        - np.log(0.3)
+        + softplus_jacobian(0.3 - 0.1)
+        + scipy.stats.gamma(a=1.0, scale=2.0).logpdf(0.6)
+        + softplus_jacobian(0.6)
+    )
+    np.testing.assert_allclose(float(log_prior(tree)), expected, rtol=1e-13)
+    # Each parameter's own log_prior, summed, is the same.
+    parts = [gamma, lognormal, normal, log_student, tree["model"].lengthscale]
+    np.testing.assert_allclose(sum(float(p.log_prior()) for p in parts), expected, rtol=1e-13)
+
+
+def test_log_prior_without_priors_is_zero():
+    assert float(log_prior({})) == 0.0
+    assert float(log_prior(SquaredExponential())) == 0.0
+    assert float(log_prior([Positive(2.0), Real(1.0), Fixed(3.0)])) == 0.0
+
+
+def test_value_and_converters():
+    assert is_parameter(Positive(1.0)) and is_parameter(Fixed(1.0)) and not is_parameter(jnp.ones(()))
+    np.testing.assert_allclose(value_of(Positive(2.0)), 2.0, rtol=1e-15)
+    np.testing.assert_array_equal(value_of(jnp.asarray([1.0, 2.0])), [1.0, 2.0])
+    assert isinstance(as_positive(2.0), Positive) and isinstance(as_real(-2.0), Real)
+    fixed = Fixed(2.0)
+    assert as_positive(fixed) is fixed and as_real(fixed) is fixed
+    with pytest.raises(ValueError):
+        as_positive(-1.0)
+    # Kernel constructors wrap plain numbers into Positive.
+    assert isinstance(SquaredExponential(lengthscale=0.5).lengthscale, Positive)
+
+
+def test_float32_smoke():
+    parameter = Positive(jnp.asarray([0.3, 2.0], dtype=jnp.float32), prior=Gamma(2.0, 1.0))
+    assert parameter.unconstrained.dtype == jnp.float32 and parameter.value.dtype == jnp.float32
+    np.testing.assert_allclose(parameter.value, [0.3, 2.0], rtol=1e-6)
+    assert parameter.log_prior().dtype == jnp.float32
+    assert np.isfinite(float(parameter.log_prior()))
+    exp_parameter = Positive(jnp.float32(1e-3), transform="exp", minimum=1e-6)
+    np.testing.assert_allclose(float(exp_parameter.value), 1e-3, rtol=1e-6)
+    assert exp_parameter.value.dtype == jnp.float32
