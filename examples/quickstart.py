@@ -68,7 +68,9 @@ def main():
     grid = jnp.linspace(-3.5, 3.5, 400)[:, None]
 
     print("objective = log marginal likelihood (exact) or ELBO (sparse) + log prior; RMSE on [-3, 3]")
-    print(f"{'model':<8} {'objective':>12} {'lengthscale':>12} {'variance':>9} {'noise sd':>9} {'RMSE':>7} {'fit (s)':>8}")
+    print(
+        f"{'model':<8} {'objective':>12} {'lengthscale':>12} {'variance':>9} {'noise sd':>9} {'RMSE':>7} {'fit (s)':>8}"
+    )
     panels = []
     for name, fit, seconds, posterior, predict in (
         ("exact", exact_fit, exact_seconds, exact, gp.predict),

@@ -106,9 +106,7 @@ def append_observation(
     y = jnp.asarray(y, dtype)
     noise_variance = jnp.asarray(noise_variance, dtype)
     if y.shape != () or noise_variance.shape != ():
-        raise ValueError(
-            f"`y` and `noise_variance` must be scalars, got shapes {y.shape} and {noise_variance.shape}."
-        )
+        raise ValueError(f"`y` and `noise_variance` must be scalars, got shapes {y.shape} and {noise_variance.shape}.")
     y = require_finite(y, "y")
     noise_variance = require_positive(noise_variance, "noise_variance")
     slot = require_free_slot(next_slot(observations.mask), observations.capacity, "observation")

@@ -16,9 +16,7 @@ def check_inputs(X: Float[ArrayLike, "N D"], name: str, dimension: int | None = 
     if X.ndim != 2:
         raise ValueError(f"`{name}` must have shape (num_points, dimension), got shape {X.shape}.")
     if dimension is not None and X.shape[1] != dimension:
-        raise ValueError(
-            f"`{name}` has {X.shape[1]} columns (shape {X.shape}) but {dimension} were expected."
-        )
+        raise ValueError(f"`{name}` has {X.shape[1]} columns (shape {X.shape}) but {dimension} were expected.")
     return X
 
 
@@ -34,23 +32,17 @@ def check_targets(y: Float[ArrayLike, " N"], name: str, num_points: int) -> Floa
     """`y` as a vector with one entry per input row."""
     y = jnp.asarray(y)
     if y.shape != (num_points,):
-        raise ValueError(
-            f"`{name}` must have shape ({num_points},) to match the inputs, got shape {y.shape}."
-        )
+        raise ValueError(f"`{name}` must have shape ({num_points},) to match the inputs, got shape {y.shape}.")
     return y
 
 
-def broadcast_per_row(
-    value: Float[ArrayLike, "*N"], name: str, num_points: int, dtype
-) -> Float[Array, " N"]:
+def broadcast_per_row(value: Float[ArrayLike, "*N"], name: str, num_points: int, dtype) -> Float[Array, " N"]:
     """A scalar or a per-row vector as a vector of length `num_points`."""
     value = jnp.asarray(value, dtype=dtype)
     if value.ndim == 0:
         return jnp.full((num_points,), value)
     if value.shape != (num_points,):
-        raise ValueError(
-            f"`{name}` must be a scalar or have shape ({num_points},), got shape {value.shape}."
-        )
+        raise ValueError(f"`{name}` must be a scalar or have shape ({num_points},), got shape {value.shape}.")
     return value
 
 

@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gpcompose import gp, kernels, means, RESULTS
+from gpcompose import RESULTS, gp, kernels, means
 from gpcompose.parameters import Positive
 
 from .helpers import autodiff_gradient, dense_exact_posterior, finite_difference_gradient
@@ -225,5 +225,9 @@ def test_vmap_of_update_and_lookahead_over_candidates_equals_loop(getkey):
     def lookahead(x):
         return gp.lookahead_variance(posterior, X_query, x, 0.02)
 
-    np.testing.assert_allclose(jax.vmap(appended_likelihood)(candidates), [appended_likelihood(x) for x in candidates], rtol=1e-12)
-    np.testing.assert_allclose(jax.vmap(lookahead)(candidates), np.stack([lookahead(x) for x in candidates]), atol=1e-14)
+    np.testing.assert_allclose(
+        jax.vmap(appended_likelihood)(candidates), [appended_likelihood(x) for x in candidates], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        jax.vmap(lookahead)(candidates), np.stack([lookahead(x) for x in candidates]), atol=1e-14
+    )

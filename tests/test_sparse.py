@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gpcompose import gp, RESULTS, sparse
+from gpcompose import RESULTS, gp, sparse
 from gpcompose.parameters import Positive
 
 from .helpers import autodiff_gradient, dense_sparse_posterior, finite_difference_gradient
@@ -159,11 +159,21 @@ def test_jit_traces_once_for_new_values(getkey):
     @eqx.debug.assert_max_traces(max_traces=1)
     def pipeline(kernel, mean, X, y, noise, Z, X_new, x):
         posterior = sparse.condition(
-            kernel, mean, X, y, noise, jnp.pad(Z, ((0, 1), (0, 0))),
-            capacity=X.shape[0] + 1, inducing_mask=jnp.arange(Z.shape[0] + 1) < Z.shape[0],
+            kernel,
+            mean,
+            X,
+            y,
+            noise,
+            jnp.pad(Z, ((0, 1), (0, 0))),
+            capacity=X.shape[0] + 1,
+            inducing_mask=jnp.arange(Z.shape[0] + 1) < Z.shape[0],
         )
         updated = sparse.update(sparse.add_inducing_point(posterior, x), x, 0.2, 0.01)
-        return sparse.predict(updated, X_new), sparse.elbo(updated), sparse.lookahead_variance(posterior, X_new, x, 0.01)
+        return (
+            sparse.predict(updated, X_new),
+            sparse.elbo(updated),
+            sparse.lookahead_variance(posterior, X_new, x, 0.01),
+        )
 
     for _ in range(3):
         kernel, mean, X, y, noise = make_problem(getkey())
@@ -210,8 +220,14 @@ def test_shape_errors_name_the_argument(getkey):
 def test_vmap_of_updates_and_lookahead_over_candidates_equals_loop(getkey):
     kernel, mean, X, y, noise = make_problem(getkey())
     posterior = sparse.condition(
-        kernel, mean, X, y, noise, jnp.pad(X[:5], ((0, 1), (0, 0))),
-        capacity=X.shape[0] + 1, inducing_mask=jnp.arange(6) < 5,
+        kernel,
+        mean,
+        X,
+        y,
+        noise,
+        jnp.pad(X[:5], ((0, 1), (0, 0))),
+        capacity=X.shape[0] + 1,
+        inducing_mask=jnp.arange(6) < 5,
     )
     candidates = jax.random.normal(getkey(), (4, 2))
     X_query = jax.random.normal(getkey(), (5, 2))
@@ -222,5 +238,9 @@ def test_vmap_of_updates_and_lookahead_over_candidates_equals_loop(getkey):
     def lookahead(x):
         return sparse.lookahead_variance(posterior, X_query, x, 0.02)
 
-    np.testing.assert_allclose(jax.vmap(appended_bound)(candidates), [appended_bound(x) for x in candidates], rtol=1e-12)
-    np.testing.assert_allclose(jax.vmap(lookahead)(candidates), np.stack([lookahead(x) for x in candidates]), atol=1e-14)
+    np.testing.assert_allclose(
+        jax.vmap(appended_bound)(candidates), [appended_bound(x) for x in candidates], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        jax.vmap(lookahead)(candidates), np.stack([lookahead(x) for x in candidates]), atol=1e-14
+    )

@@ -51,7 +51,7 @@ def _binned_density(samples, edges, bandwidth):
     counts, _ = jnp.histogram(samples, bins=edges)
     density = counts / (samples.shape[0] * width)
     half = edges.shape[0] // 2
-    offsets = jnp.arange(-half, half + 1) * width
+    offsets = jnp.arange(-half, half + 1, dtype=width.dtype) * width
     kernel = jnp.exp(-0.5 * (offsets / bandwidth) ** 2)
     kernel = kernel / jnp.sum(kernel)
     return jnp.convolve(density, kernel, mode="same")

@@ -53,7 +53,5 @@ class AbstractSpectralKernel(AbstractStationaryKernel):
     """
 
     @abc.abstractmethod
-    def spectral_frequencies(
-        self, key: PRNGKeyArray, num_features: int, dimension: int
-    ) -> Float[Array, "F d"]:
+    def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:
         """`num_features` frequencies ω on the `dimension` active input coordinates."""

@@ -126,7 +126,9 @@ class AbstractGaussianMixture(eqx.Module):
         """log density of the 1-D marginal of coordinate `dimension` at `values`."""
         means = self.component_means[:, dimension]
         variances = self.component_variances[:, dimension]
-        terms = -0.5 * ((values[:, None] - means[None, :]) ** 2 / variances[None, :] + jnp.log(2 * math.pi * variances[None, :]))
+        terms = -0.5 * (
+            (values[:, None] - means[None, :]) ** 2 / variances[None, :] + jnp.log(2 * math.pi * variances[None, :])
+        )
         return logsumexp(self.log_weights[None, :] + terms, axis=1)
 
     def entropy(self, key: PRNGKeyArray, num_per_component: int) -> Float[Array, ""]:
@@ -136,21 +138,23 @@ class AbstractGaussianMixture(eqx.Module):
     def entropy_bounds(self) -> tuple[Float[Array, ""], Float[Array, ""]]:
         """Deterministic bounds on H[q] (Huber et al. 2008):
 
-            lower = −Σ_i w_i log Σ_j w_j N(μ_i; μ_j, Σ_i + Σ_j)       (Jensen)
-            upper = Σ_i w_i [−log w_i + ½ Σ_d log(2πe σ²_{i,d})].
+        lower = −Σ_i w_i log Σ_j w_j N(μ_i; μ_j, Σ_i + Σ_j)       (Jensen)
+        upper = Σ_i w_i [−log w_i + ½ Σ_d log(2πe σ²_{i,d})].
         """
         means = self.component_means
         variances = self.component_variances
         pair_log_prob = jax.vmap(
-            lambda mean_i, var_i: jax.vmap(lambda mean_j, var_j: diagonal_gaussian_log_prob(mean_i, mean_j, var_i + var_j))(
-                means, variances
-            )
+            lambda mean_i, var_i: jax.vmap(
+                lambda mean_j, var_j: diagonal_gaussian_log_prob(mean_i, mean_j, var_i + var_j)
+            )(means, variances)
         )(means, variances)
         inner = logsumexp(self.log_weights[None, :] + pair_log_prob, axis=1)
         weights = self.weights
         lower = -jnp.sum(jnp.where(self.mask, weights * inner, 0.0))
         component_entropy = 0.5 * jnp.sum(jnp.log(2 * math.pi * math.e * variances), axis=1)
-        upper = jnp.sum(jnp.where(self.mask, weights * (component_entropy - jnp.where(self.mask, self.log_weights, 0.0)), 0.0))
+        upper = jnp.sum(
+            jnp.where(self.mask, weights * (component_entropy - jnp.where(self.mask, self.log_weights, 0.0)), 0.0)
+        )
         return lower, upper
 
     def moment_matched(self) -> tuple[Float[Array, " D"], Float[Array, "D D"]]:

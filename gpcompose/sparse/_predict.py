@@ -16,7 +16,9 @@ def _whitened(posterior: SparsePosterior, X_new: Float[Array, "Q D"]):
 
 
 @public_jit()
-def predict(posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
+def predict(
+    posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]
+) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
     """Latent predictive mean and variance of the SGPR posterior (SVBMC eqs. S9–S10, C.4).
 
     μ(x) = m(x) + bᵀc,  s²(x) = k(x, x) − ‖a‖² + ‖b‖²,  a = L⁻¹k(Z, x), b = L_S⁻¹a,
@@ -57,8 +59,6 @@ def lookahead_variance(
     x = check_new_inputs(posterior.observations, jnp.atleast_2d(x), "x")
     a, b = _whitened(posterior, jnp.concatenate([X_query, x]))
     query_b, point_b = b[:, :-1], b[:, -1]
-    query_variance = (
-        posterior.kernel.diagonal(X_query) - jnp.sum(a[:, :-1] ** 2, axis=0) + jnp.sum(query_b**2, axis=0)
-    )
+    query_variance = posterior.kernel.diagonal(X_query) - jnp.sum(a[:, :-1] ** 2, axis=0) + jnp.sum(query_b**2, axis=0)
     reduction = (query_b.T @ point_b) ** 2 / (noise_variance + jnp.sum(point_b**2))
     return jnp.maximum(query_variance - reduction, 0.0)

@@ -71,7 +71,9 @@ def add_inducing_point(posterior: SparsePosterior, z: Float[ArrayLike, " D"]) ->
     pivot = inducing_lower[slot, slot]
 
     observations = posterior.observations
-    cross = inducing_cross(posterior.kernel, posterior.inducing_inputs, posterior.inducing_mask, inputs, observations.mask)
+    cross = inducing_cross(
+        posterior.kernel, posterior.inducing_inputs, posterior.inducing_mask, inputs, observations.mask
+    )
     new_cross = jnp.where(observations.mask, posterior.kernel.cross(z[None], inputs)[0], 0.0)
     back_projected = solve_triangular(factor.lower, border, transpose=True)
     new_row = (new_cross - back_projected @ cross) / pivot
