@@ -6,17 +6,22 @@ x′ ~ N(μ_b, S_b), the difference τ = x − x′ is N(μ_a − μ_b, S_a + S_
     E[k(x, x′)] = E_{τ~N(δ, S)}[κ(τ)],  δ = μ_a − μ_b,  S = S_a + S_b.
 
 A point is a Gaussian with S = 0. Closed forms: SquaredExponential (any S),
-ProductMatern (diagonal S), Constant; Sum and Product combine them; everything else
-uses tensor Gauss–Hermite in τ.
+ProductMatern (diagonal S), Constant; Sum and Product combine them. ProductMatern with a
+full S integrates the last coordinate in closed form and the others by Gauss–Legendre on
+each side of the kink of ρ_ν at 0 (tensor Gauss–Hermite converges slowly across the kink:
+a 1% error for ν = 1/2 at degree 64). Everything else uses tensor Gauss–Hermite in τ.
 """
+
+import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from .._linalg import cholesky, log_determinant, solve_triangular
 from ..kernels import AbstractKernel, AbstractStationaryKernel, Constant, Periodic, Product, ProductMatern, SquaredExponential, Sum, White
-from ..kernels._base import select_dims
+from ..kernels._matern import matern_correlation
 from ._gauss_hermite import default_degree, standard_normal_nodes
 from ._matern_primitive import matern_gaussian_expectation
 
@@ -63,6 +68,49 @@ def _product_matern(kernel: ProductMatern, delta, covariance):
     return kernel.variance.value * jnp.prod(factors)
 
 
+# Half-width, in standard deviations, of the range integrated by `_product_matern_full`.
+_TRUNCATION = 10.0
+
+
+def _product_matern_full(kernel: ProductMatern, delta, covariance, degree: int | None):
+    """σ² E_{τ~N(δ, S)}[Π_d ρ_ν(|τ_d|/ℓ_d)] for a full S, by iterated integration.
+
+    With τ = δ + Lξ (S = LLᵀ), τ_d given ξ_{<d} is N(o_d, L_dd²), o = δ + L_{:,<d} ξ_{<d}.
+    The last coordinate is the closed-form 1-D primitive; every other ξ_d is integrated by
+    Gauss–Legendre with `degree` nodes (default: a budget of about 20 000 points in all) on
+    each side of the kink ξ_d = −o_d/L_dd, over |ξ_d| ≤ 10, where the integrand is smooth.
+    """
+    delta, covariance = _restrict(kernel.active_dims, delta, covariance)
+    dimension = delta.shape[0]
+    lengthscale = jnp.broadcast_to(kernel.lengthscale.value, delta.shape)
+    lower = cholesky(covariance).lower
+    num_nodes = max(2, default_degree(dimension - 1) // 2) if degree is None else degree
+    unit_nodes, unit_weights = np.polynomial.legendre.leggauss(num_nodes)
+    unit_nodes = jnp.asarray(unit_nodes, delta.dtype)
+    unit_weights = jnp.asarray(unit_weights, delta.dtype)
+
+    def integrate(level, offset):
+        scale = lower[level, level]
+        if level == dimension - 1:
+            return matern_gaussian_expectation(kernel.smoothness, lengthscale[level], offset[level], scale**2)
+        kink = jnp.clip(-offset[level] / scale, -_TRUNCATION, _TRUNCATION)
+        nodes, weights = [], []
+        for start, stop in ((-_TRUNCATION, kink), (kink, _TRUNCATION)):
+            half_width = 0.5 * (stop - start)
+            nodes.append(start + half_width * (unit_nodes + 1.0))
+            weights.append(half_width * unit_weights)
+        nodes, weights = jnp.concatenate(nodes), jnp.concatenate(weights)
+        weights = weights * jnp.exp(-0.5 * nodes**2) / math.sqrt(2.0 * math.pi)
+
+        def one(node):
+            factor = matern_correlation(kernel.smoothness, jnp.abs(offset[level] + scale * node) / lengthscale[level])
+            return factor * integrate(level + 1, offset + lower[:, level] * node)
+
+        return jnp.sum(weights * jax.vmap(one)(nodes))
+
+    return kernel.variance.value * integrate(0, delta)
+
+
 def gauss_hermite_expected_kernel(kernel: AbstractKernel, delta, covariance, degree: int | None = None):
     """E_{τ~N(δ, S)}[k(τ, 0)] by tensor Gauss–Hermite over the kernel's active dimensions
     (all of them for kernels without `active_dims`, such as sums and products)."""
@@ -97,8 +145,10 @@ def expected_kernel(
     """E_{τ~N(δ, S)}[κ(τ)] for a stationary kernel, S a (D,) diagonal or a (D, D) matrix."""
     if isinstance(kernel, SquaredExponential):
         return _squared_exponential(kernel, delta, covariance)
-    if isinstance(kernel, ProductMatern) and covariance.ndim == 1:
-        return _product_matern(kernel, delta, covariance)
+    if isinstance(kernel, ProductMatern):
+        if covariance.ndim == 1:
+            return _product_matern(kernel, delta, covariance)
+        return _product_matern_full(kernel, delta, covariance, degree)
     if isinstance(kernel, Constant):
         return kernel.variance.value
     if isinstance(kernel, Sum):

@@ -30,7 +30,12 @@ def integrate_components(
     posterior: ExactPosterior | SparsePosterior, measure, *, degree: int | None = None
 ) -> tuple[Float[Array, " K"], Float[Array, "K K"]]:
     """Mean (K,) and covariance (K, K) of the per-component integrals I_k = ∫ f N_k."""
+    if not isinstance(posterior, (ExactPosterior, SparsePosterior)):
+        raise ValueError(f"`posterior` must be an ExactPosterior or a SparsePosterior, got {type(posterior).__name__}.")
     _, means, covariances, _ = measure_components(measure)
+    dimension = posterior.observations.inputs.shape[1]
+    if means.shape[1] != dimension:
+        raise ValueError(f"`measure` has dimension {means.shape[1]} but the posterior's inputs have {dimension}.")
     mean_part = component_mean_integrals(posterior.mean, means, covariances, degree)
     double = component_kernel_double_means(posterior.kernel, measure, measure, degree=degree)
     if isinstance(posterior, ExactPosterior):
@@ -39,13 +44,11 @@ def integrate_components(
         embeddings = jnp.where(observations.mask[None, :], embeddings, 0.0)
         projected = solve_triangular(posterior.factor.lower, embeddings.T)
         return mean_part + embeddings @ posterior.weights, double - projected.T @ projected
-    if isinstance(posterior, SparsePosterior):
-        embeddings = component_kernel_means(posterior.kernel, measure, posterior.inducing_inputs, degree=degree)
-        embeddings = jnp.where(posterior.inducing_mask[None, :], embeddings, 0.0)
-        a = solve_triangular(posterior.inducing_factor.lower, embeddings.T)
-        b = solve_triangular(posterior.inner_lower, a)
-        return mean_part + b.T @ posterior.inner_weights, double - a.T @ a + b.T @ b
-    raise ValueError(f"`posterior` must be an ExactPosterior or a SparsePosterior, got {type(posterior).__name__}.")
+    embeddings = component_kernel_means(posterior.kernel, measure, posterior.inducing_inputs, degree=degree)
+    embeddings = jnp.where(posterior.inducing_mask[None, :], embeddings, 0.0)
+    a = solve_triangular(posterior.inducing_factor.lower, embeddings.T)
+    b = solve_triangular(posterior.inner_lower, a)
+    return mean_part + b.T @ posterior.inner_weights, double - a.T @ a + b.T @ b
 
 
 @public_jit(static_argnames=("degree",))

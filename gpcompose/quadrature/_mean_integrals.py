@@ -20,8 +20,10 @@ def component_mean_integrals(mean: AbstractMean, means, covariances, degree: int
     if isinstance(mean, Constant):
         return jnp.broadcast_to(mean.constant.value, means.shape[:1])
     if isinstance(mean, NegativeQuadratic):
-        squared = (means - mean.location.value) ** 2 + diagonals
-        return mean.maximum.value - 0.5 * jnp.sum(squared / mean.scale.value**2, axis=1)
+        location = jnp.broadcast_to(mean.location.value, means.shape[1:])[None, :]
+        scale = jnp.broadcast_to(mean.scale.value, means.shape[1:])[None, :]
+        squared = (means - location) ** 2 + diagonals
+        return mean.maximum.value - 0.5 * jnp.sum(squared / scale**2, axis=1)
     dimension = means.shape[1]
     degree = default_degree(dimension) if degree is None else degree
     nodes, weights = standard_normal_nodes(dimension, degree, means.dtype)
