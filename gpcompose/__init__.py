@@ -1,5 +1,6 @@
 """gpcompose: composable, pure-JAX transforms for Gaussian-process inference."""
 
+from . import acquisition as acquisition
 from . import gp as gp
 from . import kernels as kernels
 from . import means as means
@@ -8,6 +9,8 @@ from . import parameters as parameters
 from . import priors as priors
 from . import quadrature as quadrature
 from . import sparse as sparse
+from . import svbmc as svbmc
+from . import transforms as transforms
 from ._errors import RESULTS as RESULTS
 from ._maximise import MaximiseResult as MaximiseResult
 from ._maximise import maximise as maximise

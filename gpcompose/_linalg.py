@@ -21,6 +21,8 @@ in unused slots. `cholesky_append` fills the first unused slot in O(n²); it req
 every slot after it is still an identity row.
 """
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -48,6 +50,14 @@ class CholeskyFactor(eqx.Module):
     @property
     def succeeded(self) -> Bool[Array, ""]:
         return self.result == RESULTS.successful
+
+
+def _tangent_triangular_solve(lower, rhs, transpose: bool):
+    """L⁻¹ rhs (or L⁻ᵀ rhs) by XLA's triangular solve, for use on tangents: it is linear
+    and transposes without lineax's throw-on-non-finite check (see `_triangular_solve_jvp`)."""
+    matrix_rhs = rhs.reshape(rhs.shape[0], -1)
+    solution = jax.lax.linalg.triangular_solve(lower, matrix_rhs, left_side=True, lower=True, transpose_a=transpose)
+    return solution.reshape(rhs.shape)
 
 
 def _factor_with_jitter(matrix, jitter_scale, attempt):
@@ -80,7 +90,7 @@ def _escalating_cholesky_jvp(primals, tangents):
     matrix_dot, _ = tangents
     lower, jitter, ok = _escalating_cholesky(matrix, jitter_scale)
     matrix_dot = 0.5 * (matrix_dot + matrix_dot.T)
-    inner = solve_triangular(lower, solve_triangular(lower, matrix_dot).T).T
+    inner = _tangent_triangular_solve(lower, _tangent_triangular_solve(lower, matrix_dot, False).T, False).T
     phi = jnp.tril(inner) - 0.5 * jnp.diag(jnp.diag(inner))
     lower_dot = jnp.where(ok, lower @ phi, 0.0)
     return (lower, jitter, ok), (lower_dot, jnp.zeros_like(jitter), np.zeros((), jax.dtypes.float0))
@@ -111,14 +121,7 @@ def cholesky(matrix: Float[Array, "n n"], relative_jitter: float | None = None) 
     return CholeskyFactor(lower, jitter, RESULTS.where(ok, RESULTS.successful, RESULTS.cholesky_failed))
 
 
-def solve_triangular(
-    lower: Float[Array, "n n"], rhs: Float[Array, " n *k"], *, transpose: bool = False
-) -> Float[Array, " n *k"]:
-    """Solve `L x = b` (or `Lᵀ x = b` with `transpose=True`) for lower-triangular `L`.
-
-    The solve goes through lineax's `Triangular` solver; a matrix right-hand side is
-    solved column by column under `vmap`, which XLA fuses into one triangular solve.
-    """
+def _lineax_triangular_solve(lower, rhs, transpose: bool):
     if transpose:
         operator = lx.MatrixLinearOperator(lower.T, lx.upper_triangular_tag)
     else:
@@ -130,6 +133,42 @@ def solve_triangular(
     if rhs.ndim == 1:
         return solve_vector(rhs)
     return jax.vmap(solve_vector, in_axes=1, out_axes=1)(rhs)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _triangular_solve(lower, rhs, transpose: bool):
+    return _lineax_triangular_solve(lower, rhs, transpose)
+
+
+@_triangular_solve.defjvp
+def _triangular_solve_jvp(transpose, primals, tangents):
+    """ẋ = A⁻¹(ḃ − Ȧ x) with A = L or Lᵀ, computed by XLA's triangular solve.
+
+    lineax makes every tangent and transposed solve throw on non-finite input, which
+    would abort a whole vmapped batch when one member's hyperparameters overflow during
+    a fit; this rule keeps derivatives finite-or-NaN instead, so the failure stays in
+    that member and is reported by its result code.
+    """
+    lower, rhs = primals
+    lower_dot, rhs_dot = tangents
+    solution = _triangular_solve(lower, rhs, transpose)
+    operator_dot = jnp.tril(lower_dot)
+    if transpose:
+        operator_dot = operator_dot.T
+    residual = rhs_dot - (operator_dot @ solution.reshape(solution.shape[0], -1)).reshape(rhs.shape)
+    return solution, _tangent_triangular_solve(lower, residual, transpose)
+
+
+def solve_triangular(
+    lower: Float[Array, "n n"], rhs: Float[Array, " n *k"], *, transpose: bool = False
+) -> Float[Array, " n *k"]:
+    """Solve `L x = b` (or `Lᵀ x = b` with `transpose=True`) for lower-triangular `L`.
+
+    The solve goes through lineax's `Triangular` solver (`throw=False`); a matrix
+    right-hand side is solved column by column under `vmap`, which XLA fuses into one
+    triangular solve. Derivatives use ẋ = L⁻¹(ḃ − L̇x) (see `_triangular_solve_jvp`).
+    """
+    return _triangular_solve(lower, rhs, transpose)
 
 
 def cholesky_solve(lower: Float[Array, "n n"], rhs: Float[Array, " n *k"]) -> Float[Array, " n *k"]:

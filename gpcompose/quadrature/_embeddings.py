@@ -71,7 +71,9 @@ def component_kernel_double_means(
     )(points_a)
 
 
-def kernel_mean(kernel: AbstractKernel, measure, Z: Float[ArrayLike, "M D"], *, degree: int | None = None) -> Float[Array, " M"]:
+def kernel_mean(
+    kernel: AbstractKernel, measure, Z: Float[ArrayLike, "M D"], *, degree: int | None = None
+) -> Float[Array, " M"]:
     """z_i = E_{x~q}[k(x, Z_i)] for a Gaussian mixture or a Gaussian q."""
     weights = measure_components(measure)[0]
     return weights @ component_kernel_means(kernel, measure, Z, degree=degree)

@@ -20,7 +20,17 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._linalg import cholesky, log_determinant, solve_triangular
-from ..kernels import AbstractKernel, AbstractStationaryKernel, Constant, Periodic, Product, ProductMatern, SquaredExponential, Sum, White
+from ..kernels import (
+    AbstractKernel,
+    AbstractStationaryKernel,
+    Constant,
+    Periodic,
+    Product,
+    ProductMatern,
+    SquaredExponential,
+    Sum,
+    White,
+)
 from ..kernels._matern import matern_correlation
 from ._gauss_hermite import default_degree, standard_normal_nodes
 from ._matern_primitive import matern_gaussian_expectation

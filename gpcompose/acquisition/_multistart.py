@@ -1,0 +1,81 @@
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array, Float
+
+
+class MultistartResult(eqx.Module):
+    """Best point and value over all starts, and every start's best point and value."""
+
+    x: Float[Array, " D"]
+    value: Float[Array, ""]
+    start_x: Float[Array, "S D"]
+    start_values: Float[Array, " S"]
+
+
+def _finite_or_worst(value: Float[Array, ""]) -> Float[Array, ""]:
+    return jnp.where(jnp.isfinite(value), value, -jnp.inf)
+
+
+def maximise_multistart(
+    objective: Callable[[Float[Array, " D"]], Float[Array, ""]],
+    starts: Float[Array, "S D"],
+    *,
+    scale: Float[Array, " D"] | None = None,
+    num_steps: int = 50,
+    learning_rate: float = 0.05,
+    lower: Float[Array, " D"] | None = None,
+    upper: Float[Array, " D"] | None = None,
+) -> MultistartResult:
+    """Maximise `objective` by Adam from every start in parallel (`vmap`), keeping the
+    best iterate of each trajectory, and return the best over starts.
+
+    Each search moves in the coordinates u = (x − start)/`scale`, so one learning rate
+    suits inputs of any scale; iterates are clipped to [`lower`, `upper`] when given. A
+    non-finite value counts as −∞ and a non-finite gradient as zero, so a bad region
+    cannot poison the batch. `num_steps = 0` just evaluates the starts.
+    """
+    starts = jnp.asarray(starts)
+    if starts.ndim != 2:
+        raise ValueError(f"`starts` must have shape (num_starts, dimension), got shape {starts.shape}.")
+    if scale is None:
+        scale = jnp.ones(starts.shape[1], starts.dtype)
+    optimiser = optax.adam(learning_rate)
+
+    def project(x):
+        if lower is not None:
+            x = jnp.maximum(x, lower)
+        if upper is not None:
+            x = jnp.minimum(x, upper)
+        return x
+
+    def search(start):
+        def loss(u):
+            return -objective(project(start + scale * u))
+
+        def step(carry, _):
+            u, optimiser_state, best_u, best_value = carry
+            negative_value, gradient = jax.value_and_grad(loss)(u)
+            value = _finite_or_worst(-negative_value)
+            improved = value > best_value
+            best_u = jnp.where(improved, u, best_u)
+            best_value = jnp.where(improved, value, best_value)
+            gradient = jnp.where(jnp.isfinite(gradient), gradient, 0.0)
+            with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
+                updates, optimiser_state = optimiser.update(gradient, optimiser_state)
+            return (optax.apply_updates(u, updates), optimiser_state, best_u, best_value), None
+
+        u0 = jnp.zeros_like(start)
+        initial = (u0, optimiser.init(u0), u0, jnp.asarray(-jnp.inf, start.dtype))
+        (u, _, best_u, best_value), _ = jax.lax.scan(step, initial, None, length=num_steps)
+        final_value = _finite_or_worst(objective(project(start + scale * u)))
+        best_u = jnp.where(final_value > best_value, u, best_u)
+        best_value = jnp.maximum(final_value, best_value)
+        return project(start + scale * best_u), best_value
+
+    start_x, start_values = jax.vmap(search)(starts)
+    best = jnp.argmax(start_values)
+    return MultistartResult(start_x[best], start_values[best], start_x, start_values)

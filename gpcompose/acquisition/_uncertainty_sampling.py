@@ -1,0 +1,22 @@
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ..gp import ExactPosterior
+from ..mixtures import AbstractGaussianMixture
+from ..sparse import SparsePosterior
+from ._predict import latent_predict
+
+
+def log_prospective_uncertainty(
+    posterior: ExactPosterior | SparsePosterior, mixture: AbstractGaussianMixture, x: Float[Array, " D"]
+) -> Float[Array, ""]:
+    """log a₁(x) = log s²(x) + log q(x) + f̄(x), prospective uncertainty sampling.
+
+    a₁(x) = s²(x) q_φ(x) exp(f̄(x)) (SVBMC eq. 1; VBMC's a_pro) with f̄, s² the latent
+    posterior mean and variance of the GP model of the log density. Computed in log
+    space; a zero variance (at a noiseless training point) gives a large negative
+    finite value rather than −∞, so gradients stay finite.
+    """
+    mean, variance = latent_predict(posterior, x[None, :])
+    tiny = jnp.finfo(variance.dtype).tiny
+    return jnp.log(jnp.maximum(variance[0], tiny)) + mixture.log_prob(x) + mean[0]

@@ -1,0 +1,17 @@
+"""Sparse Variational Bayesian Monte Carlo (Li, Clarté & Acerbi 2023): post-process
+Bayesian inference from thousands of existing log-density evaluations with a sparse GP
+surrogate, noise shaping, sparse Bayesian quadrature and active learning."""
+
+from ._noise_shaping import shaping_variance as shaping_variance
+from ._noise_shaping import total_noise_variance as total_noise_variance
+from ._options import SVBMCOptions as SVBMCOptions
+from ._state import SVBMCState as SVBMCState
+from ._subset import stratified_kmeans_subset as stratified_kmeans_subset
+from ._trimming import trim_mask as trim_mask
+from ._workflow import SVBMCResult as SVBMCResult
+from ._workflow import ask as ask
+from ._workflow import fit as fit
+from ._workflow import init as init
+from ._workflow import result as result
+from ._workflow import run as run
+from ._workflow import tell as tell

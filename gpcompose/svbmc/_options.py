@@ -1,0 +1,61 @@
+import math
+from typing import Literal
+
+import equinox as eqx
+
+
+class SVBMCOptions(eqx.Module):
+    """Constants of SVBMC. Defaults are the document's (`notes/svbmc.md` §3) where it
+    gives them; the others are marked [ours] and chosen for 2-core CPU runs.
+
+    Static: changing an option recompiles; the state's arrays do not.
+    """
+
+    budget: int = eqx.field(static=True, default=200)  # N_f, new evaluations
+    batch_size: int = eqx.field(static=True, default=5)  # n_active evaluations per round
+    max_components: int = eqx.field(static=True, default=30)  # K_max
+    noiseless_variance: float = eqx.field(static=True, default=1e-5)  # σ²_obs of exact targets
+    trim_beta: float = eqx.field(static=True, default=1.96)
+    trim_threshold_per_dimension: float = eqx.field(static=True, default=20.0)  # η_trim / D
+    shaping_minimum_variance: float = eqx.field(static=True, default=1e-3)
+    shaping_median_variance: float = eqx.field(static=True, default=1.0)
+    shaping_slope: float = eqx.field(static=True, default=0.05)  # λ_σ
+    shaping_threshold_per_dimension: float = eqx.field(static=True, default=10.0)  # θ_σ / D
+    subset_size: int = eqx.field(static=True, default=300)
+    num_strata: int = eqx.field(static=True, default=5)
+    inducing_tolerance: float = eqx.field(static=True, default=1e-5)
+    min_inducing: int = eqx.field(static=True, default=200)
+    max_inducing: int | None = eqx.field(static=True, default=None)  # None: 300 + 2√budget
+    exact_fit_steps: int = eqx.field(static=True, default=200)  # [ours] BFGS steps, subset MAP
+    sparse_fit_steps: int = eqx.field(static=True, default=50)  # [ours] BFGS steps, SGPR MAP
+    buildup_steps: int = eqx.field(static=True, default=300)  # [ours] Adam steps per build-up stage
+    round_steps: int = eqx.field(static=True, default=100)  # [ours] Adam steps per active round
+    learning_rate: float = eqx.field(static=True, default=0.05)  # [ours] Adam, scale-free coordinates
+    buildup_tolerance: float = eqx.field(static=True, default=0.01)  # [ours] stop when ΔELBO below
+    num_entropy_samples: int | None = eqx.field(static=True, default=None)  # None: 100·K^{2/3} (PyVBMC)
+    final_entropy_samples: int = eqx.field(static=True, default=16384)
+    acquisition: Literal["auto", "uncertainty", "imiqr"] = eqx.field(static=True, default="auto")
+    imiqr_quantile: float = eqx.field(static=True, default=0.75)  # p_α
+    imiqr_reference_samples: int = eqx.field(static=True, default=100)
+    num_candidates: int = eqx.field(static=True, default=256)  # [ours] acquisition candidates
+    num_search_starts: int = eqx.field(static=True, default=8)  # [ours] refined by Adam
+    search_steps: int = eqx.field(static=True, default=30)  # [ours]
+
+    def __check_init__(self):
+        positive = ("budget", "batch_size", "max_components", "subset_size", "num_strata", "final_entropy_samples")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
+        if self.acquisition not in ("auto", "uncertainty", "imiqr"):
+            raise ValueError(f"`acquisition` must be 'auto', 'uncertainty' or 'imiqr', got {self.acquisition!r}.")
+
+    def inducing_range(self, num_points: int) -> tuple[int, int]:
+        """(M_min, M_max) = (200, 300 + 2√N_f), both capped by the number of points (§2.7)."""
+        maximum = self.max_inducing if self.max_inducing is not None else 300 + int(2 * math.sqrt(self.budget))
+        maximum = min(maximum, num_points)
+        return min(self.min_inducing, maximum), maximum
+
+    def entropy_samples(self) -> int:
+        if self.num_entropy_samples is not None:
+            return self.num_entropy_samples
+        return math.ceil(100 * self.max_components ** (2 / 3))

@@ -1,0 +1,49 @@
+import equinox as eqx
+import jax
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, UInt32
+
+from ..mixtures import VBMCMixture
+from ..sparse import SparsePosterior
+from ..transforms import BoundedTransform
+from ._options import SVBMCOptions
+
+
+class SVBMCState(eqx.Module):
+    """Everything an SVBMC run carries between `ask`/`tell` calls, in fixed-capacity buffers.
+
+    The buffers hold `capacity = N₀ + budget` rows in the unbounded inference space:
+    the initial evaluations first, then one row per told evaluation, failed ones
+    included (`succeeded` False), so no evaluation is ever lost. `log_densities` are
+    log p(x(u)) + log|dx/du| in that space.
+    """
+
+    inputs: Float[Array, "C D"]
+    log_densities: Float[Array, " C"]
+    observation_variance: Float[Array, " C"]
+    evaluated: Bool[Array, " C"]
+    succeeded: Bool[Array, " C"]
+    num_initial: Int[Array, ""]
+    num_evaluations: Int[Array, ""]
+    num_pending: Int[Array, ""]
+    posterior: SparsePosterior
+    mixture: VBMCMixture
+    elbo: Float[Array, ""]
+    elbo_sd: Float[Array, ""]
+    centre: Float[Array, " D"]
+    width: Float[Array, " D"]
+    transform: BoundedTransform
+    key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
+    options: SVBMCOptions = eqx.field(static=True)
+    noisy: bool = eqx.field(static=True)
+
+    @property
+    def key(self) -> PRNGKeyArray:
+        return jax.random.wrap_key_data(self.key_data)
+
+    @property
+    def capacity(self) -> int:
+        return self.log_densities.shape[0]
+
+    @property
+    def dimension(self) -> int:
+        return self.inputs.shape[1]

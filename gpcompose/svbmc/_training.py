@@ -1,0 +1,159 @@
+"""One SVBMC retraining: trim, shape the noise, fit the hyperparameters, select inducing
+points, condition the sparse GP and (re-)optimise the variational mixture (§3 step 7)."""
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+
+from .. import sparse
+from ..mixtures import VBMCMixture
+from ..quadrature import elbo
+from ..sparse import select_inducing_points
+from ._noise_shaping import shaping_variance, total_noise_variance
+from ._options import SVBMCOptions
+from ._state import SVBMCState
+from ._subset import stratified_kmeans_subset
+from ._surrogate import Surrogate, fit_exact, fit_sparse, initial_surrogate, plausible_box, sparse_objective
+from ._trimming import trim_mask
+from ._variational import build_up, initial_mixture, optimise_mixture
+
+
+def training_rows(state_like, options: SVBMCOptions) -> tuple[Bool[Array, " C"], Float[Array, " C"]]:
+    """Rows the surrogate is trained on (successful, not trimmed: η = 20D, β = 1.96) and
+    their total noise variance σ²_obs + σ²_shape(y_max − y) with θ_σ = 10D."""
+    inputs, log_densities, observation_variance, succeeded = state_like
+    dimension = inputs.shape[1]
+    keep = trim_mask(
+        log_densities,
+        jnp.sqrt(observation_variance),
+        succeeded,
+        options.trim_threshold_per_dimension * dimension,
+        beta=options.trim_beta,
+    )
+    noise = total_noise_variance(
+        log_densities,
+        observation_variance,
+        keep,
+        options.shaping_threshold_per_dimension * dimension,
+        minimum_variance=options.shaping_minimum_variance,
+        median_variance=options.shaping_median_variance,
+        slope=options.shaping_slope,
+    )
+    return keep, noise
+
+
+def new_point_noise(state: SVBMCState, log_density, observation_variance) -> Float[Array, ""]:
+    """σ²_tot = σ²_obs + σ²_shape(y_max − y) of a new evaluation under the current y_max."""
+    options = state.options
+    keep, _ = training_rows((state.inputs, state.log_densities, state.observation_variance, state.succeeded), options)
+    y_max = jnp.maximum(jnp.max(jnp.where(keep, state.log_densities, -jnp.inf)), log_density)
+    shaping = shaping_variance(
+        y_max - log_density,
+        options.shaping_threshold_per_dimension * state.dimension,
+        minimum_variance=options.shaping_minimum_variance,
+        median_variance=options.shaping_median_variance,
+        slope=options.shaping_slope,
+    )
+    return observation_variance + shaping
+
+
+def _pad_inducing(inputs, indices, inducing_mask, extra: int):
+    Z = jnp.where(inducing_mask[:, None], inputs[indices], 0.0)
+    Z = jnp.concatenate([Z, jnp.zeros((extra, inputs.shape[1]), inputs.dtype)])
+    return Z, jnp.concatenate([inducing_mask, jnp.zeros((extra,), bool)])
+
+
+def retrain(
+    inputs: Float[Array, "C D"],
+    log_densities: Float[Array, " C"],
+    observation_variance: Float[Array, " C"],
+    succeeded: Bool[Array, " C"],
+    key,
+    options: SVBMCOptions,
+    *,
+    num_initial: int,
+    previous: tuple[Surrogate, sparse.SparsePosterior, VBMCMixture] | None,
+):
+    """The full SVBMC training pass; `previous` is None at initialisation (build-up from
+    one component) and the current (surrogate, posterior, mixture) in the active phase
+    (hyperparameter comparison of §2.7, warm-started mixture).
+
+    **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
+    """
+    dimension = inputs.shape[1]
+    subset_key, mixture_key, elbo_key = jax.random.split(key, 3)
+    keep, noise = training_rows((inputs, log_densities, observation_variance, succeeded), options)
+    threshold = options.shaping_threshold_per_dimension * dimension
+    centre, width = plausible_box(inputs, log_densities, keep, threshold)
+    y_max = jnp.max(jnp.where(keep, log_densities, -jnp.inf))
+    high = keep & (log_densities >= y_max - threshold)
+    num_high = jnp.sum(high.astype(log_densities.dtype))
+    y_mean = jnp.sum(jnp.where(high, log_densities, 0.0)) / num_high
+    y_scale = jnp.sqrt(jnp.sum(jnp.where(high, (log_densities - y_mean) ** 2, 0.0)) / num_high)
+
+    subset_size = min(options.subset_size, num_initial)
+    subset, subset_mask = stratified_kmeans_subset(
+        subset_key, inputs, log_densities, keep, size=subset_size, num_strata=options.num_strata
+    )
+    start = initial_surrogate(centre, width, y_max, y_scale, threshold) if previous is None else previous[0]
+    exact = fit_exact(
+        start, inputs[subset], log_densities[subset], noise[subset], subset_mask, max_steps=options.exact_fit_steps
+    )
+    if previous is None:
+        selected = exact
+    else:
+        current, posterior, _ = previous
+        score_args = (inputs, log_densities, noise, keep, posterior.inducing_inputs, posterior.inducing_mask)
+        better = sparse_objective(exact, *score_args) > sparse_objective(current, *score_args)
+        selected = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), exact, current)
+
+    min_inducing, max_inducing = options.inducing_range(num_initial)
+    indices, inducing_mask = select_inducing_points(
+        selected.kernel,
+        inputs,
+        noise,
+        keep,
+        max_points=max_inducing,
+        min_points=min_inducing,
+        tolerance=options.inducing_tolerance,
+    )
+    Z, inducing_mask = _pad_inducing(inputs, indices, inducing_mask, options.batch_size)
+    fitted = fit_sparse(
+        selected, inputs, log_densities, noise, keep, Z, inducing_mask, max_steps=options.sparse_fit_steps
+    )
+    posterior = sparse.condition(
+        fitted.kernel, fitted.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
+    )
+
+    entropy_samples = options.entropy_samples()
+    if previous is None:
+        surrogate_mean, _ = sparse.predict(posterior, inputs)
+        candidate_threshold = dimension + 2.0
+        top = jnp.max(jnp.where(keep, surrogate_mean, -jnp.inf))
+        eligible = keep & (surrogate_mean >= top - candidate_threshold)
+        mixture = build_up(
+            posterior,
+            initial_mixture(inputs, surrogate_mean, keep, candidate_threshold, options.max_components),
+            mixture_key,
+            inputs,
+            surrogate_mean,
+            eligible,
+            width=width,
+            num_steps=options.buildup_steps,
+            learning_rate=options.learning_rate,
+            num_entropy_samples=entropy_samples,
+            comparison_samples=options.final_entropy_samples,
+            tolerance=options.buildup_tolerance,
+        )
+    else:
+        mixture = optimise_mixture(
+            posterior,
+            previous[2],
+            mixture_key,
+            width=width,
+            num_steps=options.round_steps,
+            learning_rate=options.learning_rate,
+            num_entropy_samples=entropy_samples,
+        )
+    elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
+    return posterior, mixture, elbo_mean, elbo_sd, centre, width
