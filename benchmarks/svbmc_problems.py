@@ -120,9 +120,7 @@ def run_seed(problem, initial_set, seed, budget, batch_size, options, num_metric
     total_seconds = time.perf_counter() - start
     samples = np.asarray(result.posterior.sample(sample_key, num_metric_samples))
     reference = np.asarray(problem.reference_samples(reference_key, num_metric_samples))
-    divergence = gskl(
-        jnp.mean(samples, 0), jnp.cov(samples.T), jnp.mean(reference, 0), jnp.cov(reference.T)
-    )
+    divergence = gskl(jnp.mean(samples, 0), jnp.cov(samples.T), jnp.mean(reference, 0), jnp.cov(reference.T))
     return {
         "seed": seed,
         "num_initial": int(X.shape[0]),
@@ -153,7 +151,9 @@ def main():
     num_metric_samples = 20_000
     if args.quick:
         args.seeds, args.budget, args.batch_size = 1, 4, 2
-        options = svbmc.SVBMCOptions(max_components=4, buildup_steps=50, round_steps=20, min_inducing=50, max_inducing=80)
+        options = svbmc.SVBMCOptions(
+            max_components=4, buildup_steps=50, round_steps=20, min_inducing=50, max_inducing=80
+        )
         num_metric_samples = 2000
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -169,8 +169,10 @@ def main():
             runs.append(outcome)
         results[problem_name] = {"log_normaliser": float(problem.log_normaliser), "runs": runs}
 
-    rows = ["| problem | seeds | ΔLML | MMTV | GsKL | paper ΔLML | paper MMTV | paper GsKL | median wall (s) |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| problem | seeds | ΔLML | MMTV | GsKL | paper ΔLML | paper MMTV | paper GsKL | median wall (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for problem_name, entry in results.items():
         runs = entry["runs"]
         cells = []
@@ -180,14 +182,17 @@ def main():
         paper = PAPER.get(problem_name, {})
         wall = np.median([run["total_seconds"] for run in runs])
         rows.append(
-            f"| {problem_name} | {len(runs)} | " + " | ".join(cells)
+            f"| {problem_name} | {len(runs)} | "
+            + " | ".join(cells)
             + f" | {paper.get('delta_lml', '–')} | {paper.get('mmtv', '–')} | {paper.get('gskl', '–')} | {wall:.0f} |"
         )
     table = "\n".join(rows)
     print(table)
 
     record = {
-        "command": " ".join(["python", "benchmarks/svbmc_problems.py"] + [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()]),
+        "command": " ".join(
+            ["python", "benchmarks/svbmc_problems.py"] + [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()]
+        ),
         "budget": args.budget,
         "batch_size": args.batch_size,
         "options": {k: getattr(options, k) for k in options.__dataclass_fields__},
@@ -195,7 +200,7 @@ def main():
         "table": table,
         "jax_version": jax.__version__,
         "machine": {"platform": platform.platform(), "processor": platform.processor()},
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(),
     }
     (output_dir / f"{name}.json").write_text(json.dumps(record, indent=1))
 
