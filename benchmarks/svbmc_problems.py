@@ -99,6 +99,15 @@ def make_problem(name):
     raise ValueError(f"unknown problem {name!r}")
 
 
+def run_settings(args):
+    """SVBMC options and metric sample count; `--quick` shrinks the run (and `args`) to a smoke test."""
+    if not args.quick:
+        return svbmc.SVBMCOptions(), 20_000
+    args.seeds, args.budget, args.batch_size = 1, 4, 2
+    options = svbmc.SVBMCOptions(max_components=4, buildup_steps=50, round_steps=20, min_inducing=50, max_inducing=80)
+    return options, 2000
+
+
 def bootstrap_median(values, num_resamples=10_000, seed=0):
     values = np.asarray(values, float)
     rng = np.random.default_rng(seed)
@@ -147,14 +156,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
     args = parser.parse_args()
 
-    options = svbmc.SVBMCOptions()
-    num_metric_samples = 20_000
-    if args.quick:
-        args.seeds, args.budget, args.batch_size = 1, 4, 2
-        options = svbmc.SVBMCOptions(
-            max_components=4, buildup_steps=50, round_steps=20, min_inducing=50, max_inducing=80
-        )
-        num_metric_samples = 2000
+    options, num_metric_samples = run_settings(args)
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     name = "svbmc_problems_quick" if args.quick else "svbmc_problems"

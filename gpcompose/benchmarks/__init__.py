@@ -2,7 +2,15 @@
 
 from . import metrics as metrics
 from ._cma_es import cma_es_evaluations as cma_es_evaluations
+from ._lotka_volterra import LotkaVolterra as LotkaVolterra
+from ._lotka_volterra import LotkaVolterraReference as LotkaVolterraReference
+from ._lotka_volterra import load_lotka_volterra as load_lotka_volterra
+from ._lotka_volterra import load_lotka_volterra_reference as load_lotka_volterra_reference
 from ._rosenbrock_gaussian import RosenbrockGaussian as RosenbrockGaussian
 from ._slice_sampling import slice_sampling_evaluations as slice_sampling_evaluations
+from ._timing import Timing as Timing
+from ._timing import TimingReference as TimingReference
+from ._timing import load_timing as load_timing
+from ._timing import load_timing_reference as load_timing_reference
 from ._two_moons import TwoMoons as TwoMoons
 from ._two_moons import load_two_moons_reference_samples as load_two_moons_reference_samples

@@ -1,0 +1,322 @@
+"""SVBMC (gpcompose) next to PyVBMC on the two-moons target, VSBQ variant (radial scale 0.1, κ = 8,
+log Z = 6.165761171767828): ΔLML = |ELBO − log Z|, MMTV and GsKL against exact reference samples,
+wall time and number of target evaluations, per seed.
+
+- **SVBMC**: `run_seed` of `svbmc_problems.py` with its two-moons initial set (4 slice-sampling chains ×
+  250 evaluations, every evaluation kept) and `budget` = 200 active evaluations in batches of 5, default
+  `SVBMCOptions` (1200 evaluations in all). Its wall time is the initial set's generation plus
+  `svbmc.init` + `svbmc.fit` (both include JIT compilation, which later seeds of one process reuse).
+- **PyVBMC**: run from scratch on the same log density (the jitted `TwoMoons.log_density`, called with a
+  NumPy point and returning a float), unbounded (bounds ±∞), plausible bounds [−1.5, 1.5]², x0 ~ N(0, 0.5²I)
+  per seed, `max_fun_evals` = the SVBMC run's total, 1200 (and `max_iter` = `max_fun_evals`, so that the
+  iteration cap never binds first).
+  By default PyVBMC may stop earlier on its own stability criterion; `--pyvbmc-full-budget` also sets
+  `min_fun_evals` = `max_fun_evals` so that it spends the whole budget. Metrics from `vp.sample(n)` and the
+  returned ELBO. Its evaluations are counted by the wrapper and checked against `results["func_count"]`.
+
+Both methods of one seed are scored against the same n = 20 000 exact reference samples
+(`problem.reference_samples`, the key `run_seed` uses), GsKL between the Gaussians with the sample
+moments of the two sets. Methods alternate seed by seed; the load average is recorded around every run.
+
+Usage:
+    python benchmarks/svbmc_pyvbmc_two_moons.py --seeds 3
+    python benchmarks/svbmc_pyvbmc_two_moons.py --quick
+Writes `<output-dir>/svbmc_pyvbmc_two_moons.json` and `.png` (`_quick` suffix with `--quick`) and prints
+the Markdown table.
+"""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import importlib.metadata  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import equinox as eqx  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import matplotlib  # noqa: E402
+import numpy as np  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from svbmc_problems import bootstrap_median, make_problem, run_seed, run_settings  # noqa: E402
+
+from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
+
+PROBLEM = "two_moons_vsbq"
+LOG_NORMALISER = 6.165761171767828
+METHODS = ("SVBMC (gpcompose)", "PyVBMC")
+METRICS = ("delta_lml", "mmtv", "gskl")
+PACKAGES = ("gpcompose", "jax", "jaxlib", "equinox", "numpy", "scipy", "pyvbmc", "gpyreg", "matplotlib")
+
+
+def load_average():
+    return list(os.getloadavg())
+
+
+def reference_key(seed):
+    """The key `run_seed` draws its reference samples with, so both methods of a seed share them."""
+    return jax.random.split(jax.random.key(seed), 4)[3]
+
+
+def run_svbmc(problem, initial_set, seed, budget, batch_size, options, num_metric_samples):
+    timing = {}
+
+    def timed_initial_set(problem, key):
+        start = time.perf_counter()
+        X, y = initial_set(problem, key)
+        timing["initial_set_seconds"] = time.perf_counter() - start
+        return X, y
+
+    outcome = run_seed(problem, timed_initial_set, seed, budget, batch_size, options, num_metric_samples)
+    outcome.update(timing)
+    # `svbmc.fit` evaluates the target until exactly `budget` new evaluations are spent.
+    outcome["num_evaluations"] = outcome["num_initial"] + budget
+    outcome["wall_seconds"] = outcome["initial_set_seconds"] + outcome["total_seconds"]
+    return outcome
+
+
+def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
+    from pyvbmc import VBMC
+
+    log_density = eqx.filter_jit(problem.log_density)
+    count = [0]
+
+    def target(x):
+        count[0] += 1
+        return float(log_density(jnp.asarray(np.reshape(np.asarray(x, np.float64), -1))))
+
+    dimension = problem.dimension
+    x0 = 0.5 * np.random.default_rng(seed).standard_normal((1, dimension))
+    options = {
+        "max_fun_evals": max_fun_evals,
+        "max_iter": max_fun_evals,
+        "display": "off",
+        "show_tips": False,
+    }
+    if full_budget:
+        options["min_fun_evals"] = max_fun_evals
+    target(x0)  # compile the jitted density outside the timed region (not counted below)
+    count[0] = 0
+    start = time.perf_counter()
+    vbmc = VBMC(
+        target,
+        x0,
+        np.full((1, dimension), -np.inf),
+        np.full((1, dimension), np.inf),
+        np.full((1, dimension), -1.5),
+        np.full((1, dimension), 1.5),
+        options=options,
+        seed=seed,
+    )
+    vp, results = vbmc.optimize()
+    wall_seconds = time.perf_counter() - start
+    samples, _ = vp.sample(num_metric_samples)
+    samples = np.asarray(samples)
+    reference = np.asarray(problem.reference_samples(reference_key(seed), num_metric_samples))
+    divergence = gskl(jnp.mean(samples, 0), jnp.cov(samples.T), jnp.mean(reference, 0), jnp.cov(reference.T))
+    elbo = float(results["elbo"])
+    return {
+        "seed": seed,
+        "x0": x0.reshape(-1).tolist(),
+        "elbo": elbo,
+        "elbo_sd": float(results["elbo_sd"]),
+        "delta_lml": abs(elbo - float(problem.log_normaliser)),
+        "mmtv": float(mmtv(samples, reference)),
+        "gskl": float(divergence),
+        "num_components": int(results["components"]),
+        "num_iterations": int(results["iterations"]),
+        "num_evaluations": count[0],
+        "func_count": int(results["func_count"]),
+        "train_set_size": int(results["train_set_size"]),
+        "convergence_status": str(results["convergence_status"]),
+        "success_flag": bool(results["success_flag"]),
+        "message": str(results.get("message", "")),
+        "wall_seconds": wall_seconds,
+    }
+
+
+def versions():
+    found = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def machine():
+    info = {"platform": platform.platform(), "processor": platform.processor(), "cpu_count": os.cpu_count()}
+    for key, path, field in (("cpu_model", "/proc/cpuinfo", "model name"), ("memory", "/proc/meminfo", "MemTotal")):
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError:
+            continue
+        info[key] = next((line.split(":", 1)[1].strip() for line in lines if line.startswith(field)), None)
+    info["jax_devices"] = [str(device) for device in jax.devices()]
+    return info
+
+
+def format_evaluations(values):
+    values = sorted(values)
+    if values[0] == values[-1]:
+        return str(values[0])
+    return f"{int(np.median(values))} ({values[0]}–{values[-1]})"
+
+
+def make_table(results):
+    rows = [
+        "| method | seeds | ΔLML | MMTV | GsKL | median wall (s) | evaluations |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    walls = {}
+    for method in METHODS:
+        runs = [run for run in results[method] if "error" not in run]
+        failed = len(results[method]) - len(runs)
+        if not runs:
+            rows.append(f"| {method} | 0 ({failed} failed) | – | – | – | – | – |")
+            continue
+        cells = []
+        for metric in METRICS:
+            median, low, high = bootstrap_median([run[metric] for run in runs])
+            cells.append(f"{median:.3g} [{low:.3g},{high:.3g}]")
+        walls[method] = float(np.median([run["wall_seconds"] for run in runs]))
+        seeds = f"{len(runs)}" + (f" ({failed} failed)" if failed else "")
+        rows.append(
+            f"| {method} | {seeds} | "
+            + " | ".join(cells)
+            + f" | {walls[method]:.1f} | {format_evaluations([run['num_evaluations'] for run in runs])} |"
+        )
+    if len(walls) == 2:
+        ratio = walls[METHODS[1]] / walls[METHODS[0]]
+        rows.append(f"| PyVBMC / SVBMC wall time | | | | | {ratio:.2f} | |")
+    return "\n".join(rows)
+
+
+def plot(results, path):
+    figure, axes = plt.subplots(1, 4, figsize=(14, 3.5))
+    titles = {"delta_lml": "ΔLML", "mmtv": "MMTV", "gskl": "GsKL", "wall_seconds": "wall time (s)"}
+    for axis, quantity in zip(axes, (*METRICS, "wall_seconds")):
+        for position, method in enumerate(METHODS):
+            values = [run[quantity] for run in results[method] if "error" not in run]
+            if values:
+                axis.scatter(np.full(len(values), position), values, s=16)
+                axis.hlines(np.median(values), position - 0.25, position + 0.25, color="black")
+        axis.set_xticks(range(len(METHODS)), METHODS, fontsize=8)
+        axis.set_xlim(-0.6, len(METHODS) - 0.4)
+        axis.set_yscale("log")
+        axis.set_title(titles[quantity])
+    figure.suptitle("Two moons (VSBQ variant): points are seeds, bars are medians", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--budget", type=int, default=200, help="SVBMC active evaluations")
+    parser.add_argument("--batch-size", type=int, default=5, help="SVBMC evaluations per round")
+    parser.add_argument(
+        "--pyvbmc-max-fun-evals",
+        type=int,
+        default=None,
+        help="PyVBMC evaluation budget (default: the SVBMC run's total, initial set + budget = 1200)",
+    )
+    parser.add_argument("--pyvbmc-full-budget", action="store_true", help="PyVBMC min_fun_evals = max_fun_evals")
+    parser.add_argument("--output-dir", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
+    args = parser.parse_args()
+
+    problem, initial_set = make_problem(PROBLEM)
+    assert abs(float(problem.log_normaliser) - LOG_NORMALISER) < 1e-12
+    options, num_metric_samples = run_settings(args)
+    if args.quick:
+        args.pyvbmc_max_fun_evals = args.pyvbmc_max_fun_evals or 30
+        full_initial_set = initial_set
+
+        def initial_set(problem, key):
+            return full_initial_set(problem, key, evaluations_per_chain=25)
+
+    output_dir = Path(args.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    name = "svbmc_pyvbmc_two_moons_quick" if args.quick else "svbmc_pyvbmc_two_moons"
+
+    record = {
+        "command": " ".join(["python", "benchmarks/svbmc_pyvbmc_two_moons.py", *sys.argv[1:]]),
+        "arguments": vars(args),
+        "problem": {
+            "name": PROBLEM,
+            "radial_scale": problem.radial_scale,
+            "concentration": problem.concentration,
+            "log_normaliser": float(problem.log_normaliser),
+        },
+        "num_metric_samples": num_metric_samples,
+        "svbmc": {
+            "budget": args.budget,
+            "batch_size": args.batch_size,
+            "options": {k: getattr(options, k) for k in options.__dataclass_fields__},
+        },
+        "pyvbmc": {
+            "max_fun_evals": None,
+            "full_budget": args.pyvbmc_full_budget,
+            "plausible_bounds": [-1.5, 1.5],
+            "bounds": ["-inf", "inf"],
+            "x0": "N(0, 0.5^2 I), rng seed = seed",
+        },
+        "versions": versions(),
+        "machine": machine(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "results": {method: [] for method in METHODS},
+    }
+    results = record["results"]
+    json_path = output_dir / f"{name}.json"
+
+    start_all = time.perf_counter()
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        initial_load = load_average()
+        try:
+            outcome = run_svbmc(problem, initial_set, seed, args.budget, args.batch_size, options, num_metric_samples)
+        except Exception as error:  # keep the other runs
+            outcome = {"seed": seed, "error": repr(error), "traceback": traceback.format_exc()}
+        outcome["load_average_before"], outcome["load_average_after"] = initial_load, load_average()
+        results[METHODS[0]].append(outcome)
+        print(METHODS[0], json.dumps(outcome), flush=True)
+
+        # The same total number of evaluations as the SVBMC run of this seed.
+        max_fun_evals = args.pyvbmc_max_fun_evals or outcome.get("num_evaluations", 1200)
+        record["pyvbmc"]["max_fun_evals"] = max_fun_evals
+        initial_load = load_average()
+        try:
+            outcome = run_pyvbmc(problem, seed, max_fun_evals, args.pyvbmc_full_budget, num_metric_samples)
+        except Exception as error:
+            outcome = {"seed": seed, "error": repr(error), "traceback": traceback.format_exc()}
+        outcome["max_fun_evals"] = max_fun_evals
+        outcome["load_average_before"], outcome["load_average_after"] = initial_load, load_average()
+        results[METHODS[1]].append(outcome)
+        print(METHODS[1], json.dumps(outcome), flush=True)
+        json_path.write_text(json.dumps(record, indent=1))  # keep what is done if a later run dies
+
+    record["total_seconds"] = time.perf_counter() - start_all
+    table = make_table(results)
+    record["table"] = table
+    print(table)
+    json_path.write_text(json.dumps(record, indent=1))
+    plot(results, output_dir / f"{name}.png")
+
+
+if __name__ == "__main__":
+    main()
