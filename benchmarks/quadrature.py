@@ -146,8 +146,10 @@ def main():
             f"{result['compile_seconds']:.1f} | {result['median'] / baseline:.2f} |"
         )
     table = "\n".join(lines)
-    print(f"\nK = {sizes['num_components']}, M = {sizes['num_inducing']}, N = {sizes['num_points']}, "
-          f"D = {dimension}, entropy samples = {num_entropy}\n")
+    print(
+        f"\nK = {sizes['num_components']}, M = {sizes['num_inducing']}, N = {sizes['num_points']}, "
+        f"D = {dimension}, entropy samples = {num_entropy}\n"
+    )
     print(table)
 
     options.output_dir.mkdir(parents=True, exist_ok=True)
@@ -159,7 +161,7 @@ def main():
         "results": results,
         "jax_version": jax.__version__,
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpu_count": os.cpu_count()},
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(),
         "table": table,
     }
     (options.output_dir / f"quadrature{suffix}.json").write_text(json.dumps(record, indent=2))

@@ -30,6 +30,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import datetime  # noqa: E402
 import importlib.metadata  # noqa: E402
 import json  # noqa: E402
@@ -50,11 +51,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from svbmc_problems import bootstrap_median, make_problem, run_seed, run_settings  # noqa: E402
+from svbmc_problems import bootstrap_median, run_seed, run_settings, two_moons  # noqa: E402
 
+from gpcompose.benchmarks import TwoMoons  # noqa: E402
 from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
 
 PROBLEM = "two_moons_vsbq"
+TARGET = TwoMoons(radial_scale=0.1, concentration=8.0)
 LOG_NORMALISER = 6.165761171767828
 METHODS = ("SVBMC (gpcompose)", "PyVBMC")
 METRICS = ("delta_lml", "mmtv", "gskl")
@@ -70,16 +73,17 @@ def reference_key(seed):
     return jax.random.split(jax.random.key(seed), 4)[3]
 
 
-def run_svbmc(problem, initial_set, seed, budget, batch_size, options, num_metric_samples):
+def run_svbmc(problem, seed, budget, batch_size, options, num_metric_samples):
     timing = {}
 
-    def timed_initial_set(problem, key):
+    def timed_initial_set(key):
         start = time.perf_counter()
-        X, y = initial_set(problem, key)
+        X, y = problem.initial_set(key)
         timing["initial_set_seconds"] = time.perf_counter() - start
         return X, y
 
-    outcome = run_seed(problem, timed_initial_set, seed, budget, batch_size, options, num_metric_samples)
+    timed = dataclasses.replace(problem, initial_set=timed_initial_set)
+    outcome = run_seed(timed, seed, options, num_metric_samples, budget, batch_size)
     outcome.update(timing)
     # `svbmc.fit` evaluates the target until exactly `budget` new evaluations are spent.
     outcome["num_evaluations"] = outcome["num_initial"] + budget
@@ -97,7 +101,7 @@ def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
         count[0] += 1
         return float(log_density(jnp.asarray(np.reshape(np.asarray(x, np.float64), -1))))
 
-    dimension = problem.dimension
+    dimension = TARGET.dimension
     x0 = 0.5 * np.random.default_rng(seed).standard_normal((1, dimension))
     options = {
         "max_fun_evals": max_fun_evals,
@@ -125,7 +129,7 @@ def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
     samples, _ = vp.sample(num_metric_samples)
     samples = np.asarray(samples)
     reference = np.asarray(problem.reference_samples(reference_key(seed), num_metric_samples))
-    divergence = gskl(jnp.mean(samples, 0), jnp.cov(samples.T), jnp.mean(reference, 0), jnp.cov(reference.T))
+    divergence = gskl(jnp.mean(samples, 0), jnp.cov(samples.T), *problem.reference_moments)
     elbo = float(results["elbo"])
     return {
         "seed": seed,
@@ -241,15 +245,11 @@ def main():
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
     args = parser.parse_args()
 
-    problem, initial_set = make_problem(PROBLEM)
-    assert abs(float(problem.log_normaliser) - LOG_NORMALISER) < 1e-12
     options, num_metric_samples = run_settings(args)
+    problem = two_moons(TARGET.radial_scale, evaluations_per_chain=25 if args.quick else 250)
+    assert abs(float(problem.log_normaliser) - LOG_NORMALISER) < 1e-12
     if args.quick:
         args.pyvbmc_max_fun_evals = args.pyvbmc_max_fun_evals or 30
-        full_initial_set = initial_set
-
-        def initial_set(problem, key):
-            return full_initial_set(problem, key, evaluations_per_chain=25)
 
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -260,8 +260,8 @@ def main():
         "arguments": vars(args),
         "problem": {
             "name": PROBLEM,
-            "radial_scale": problem.radial_scale,
-            "concentration": problem.concentration,
+            "radial_scale": TARGET.radial_scale,
+            "concentration": TARGET.concentration,
             "log_normaliser": float(problem.log_normaliser),
         },
         "num_metric_samples": num_metric_samples,
@@ -289,7 +289,7 @@ def main():
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         initial_load = load_average()
         try:
-            outcome = run_svbmc(problem, initial_set, seed, args.budget, args.batch_size, options, num_metric_samples)
+            outcome = run_svbmc(problem, seed, args.budget, args.batch_size, options, num_metric_samples)
         except Exception as error:  # keep the other runs
             outcome = {"seed": seed, "error": repr(error), "traceback": traceback.format_exc()}
         outcome["load_average_before"], outcome["load_average_after"] = initial_load, load_average()
