@@ -29,6 +29,7 @@ def maximise(
     *,
     include_prior: bool = True,
     max_steps: int = 500,
+    scale: float | Float[Array, ""] = 1.0,
     rtol: float = 1e-8,
     atol: float = 1e-8,
 ) -> MaximiseResult[Params]:
@@ -37,7 +38,10 @@ def maximise(
 
     The maximised function is objective + Σ log p(T(u)) + log|T′(u)| (`log_prior`,
     when `include_prior`), the log posterior density of the unconstrained coordinates;
-    parameters without a prior are flat in u. The whole fit is one jitted call: pass
+    parameters without a prior are flat in u. BFGS minimises −(objective + prior)/`scale`:
+    its first step is the raw gradient (identity inverse Hessian), so an objective that
+    sums over N data points should pass `scale` ≈ N, or the line search spends tens of
+    steps halving a step of size O(N) before anything moves. The whole fit is one jitted call: pass
     data through `args` (not a closure) so that new data reuse the compiled fit.
 
     **Returns:** a `MaximiseResult`. A failed solve (`result` not successful) still
@@ -58,11 +62,11 @@ def maximise(
         value = objective(full, args)
         if include_prior:
             value = value + log_prior(full)
-        return -value
+        return -value / scale
 
     solver = optx.BFGS(rtol=rtol, atol=atol)
     solution = optx.minimise(negative_log_density, solver, trainable, args, max_steps=max_steps, throw=False)
-    value = -negative_log_density(solution.value, args)
+    value = -scale * negative_log_density(solution.value, args)
     return MaximiseResult(
         eqx.combine(solution.value, rest), value, solution.result, jnp.asarray(solution.stats["num_steps"])
     )
