@@ -10,10 +10,12 @@ from . import priors as priors
 from . import quadrature as quadrature
 from . import sparse as sparse
 from . import svbmc as svbmc
+from . import svgd as svgd
 from . import transforms as transforms
 from ._errors import RESULTS as RESULTS
 from ._maximise import MaximiseResult as MaximiseResult
 from ._maximise import maximise as maximise
+from ._run import run as run
 from .quadrature import elbo as elbo
 
 __version__ = "0.1.0"
