@@ -155,6 +155,17 @@ def exact_reference(target):
     )
 
 
+def tabulated_reference(target, reference, sampler):
+    """Ground-truth fields of a problem whose reference is a stored run: its log Z and
+    moments, and `sampler(key, n)` for MMTV."""
+    return dict(
+        log_density=target.log_density,
+        log_normaliser=float(reference.log_normaliser),
+        reference_samples=sampler,
+        reference_moments=(np.asarray(reference.reference_mean), np.asarray(reference.reference_covariance)),
+    )
+
+
 def two_moons(radial_scale, evaluations_per_chain=250):
     target = TwoMoons(radial_scale=radial_scale, concentration=8.0)
 
@@ -205,11 +216,8 @@ def lotka_volterra(data_dir, initial_kind):
         return jnp.exp(U), values - jnp.sum(U, axis=1)
 
     return Problem(
-        log_density=target.log_density,
-        log_normaliser=float(reference.log_normaliser),
         initial_set=initial_set,
-        reference_samples=reference.reference_samples,
-        reference_moments=(np.asarray(reference.reference_mean), np.asarray(reference.reference_covariance)),
+        **tabulated_reference(target, reference, reference.reference_samples),
         lower_bounds=np.zeros(8),
     )
 
@@ -230,11 +238,8 @@ def timing(data_dir, noisy):
         return transform.from_unbounded(U), y
 
     return Problem(
-        log_density=target.log_density,
-        log_normaliser=float(reference.log_normaliser),
         initial_set=initial_set,
-        reference_samples=reference.marginal_samples,
-        reference_moments=(np.asarray(reference.reference_mean), np.asarray(reference.reference_covariance)),
+        **tabulated_reference(target, reference, reference.marginal_samples),
         lower_bounds=lower,
         upper_bounds=upper,
         noise_sd=noise_sd,

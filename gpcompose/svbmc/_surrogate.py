@@ -117,11 +117,17 @@ def _sparse_objective(surrogate: Surrogate, data) -> Float[Array, ""]:
     return sparse.elbo(posterior)
 
 
+def _num_used(mask: Bool[Array, " C"], dtype) -> Float[Array, ""]:
+    """The number of used points (at least 1): the `scale` of both MAP fits, so that BFGS
+    works on a per-point objective and its first step is O(1) (see `maximise`)."""
+    return jnp.maximum(jnp.sum(mask.astype(dtype)), 1.0)
+
+
 def fit_exact(surrogate: Surrogate, X, y, noise_variance, mask, *, max_steps: int) -> Surrogate:
     """MAP of log marginal likelihood + log hyperprior of an exact GP (SVBMC eqs. S5–S6,
     with the printed sign of ½ log det corrected); used on the ≤ 300-point subset."""
-    scale = jnp.maximum(jnp.sum(mask.astype(y.dtype)), 1.0)  # per-point objective: O(1) first BFGS step
-    fit = maximise(_exact_objective, surrogate, (X, y, noise_variance, mask), max_steps=max_steps, scale=scale)
+    data = (X, y, noise_variance, mask)
+    fit = maximise(_exact_objective, surrogate, data, max_steps=max_steps, scale=_num_used(mask, y.dtype))
     return _keep_if_finite(fit.params, fit.value, surrogate)
 
 
@@ -134,6 +140,5 @@ def fit_sparse(surrogate: Surrogate, X, y, noise_variance, mask, Z, inducing_mas
     """MAP of the collapsed SGPR bound + log hyperprior with Z fixed (SVBMC §3.3; the
     document leaves the prior and optimiser open — we mirror the exact-GP step)."""
     data = (X, y, noise_variance, mask, Z, inducing_mask)
-    scale = jnp.maximum(jnp.sum(mask.astype(y.dtype)), 1.0)  # per-point objective: O(1) first BFGS step
-    fit = maximise(_sparse_objective, surrogate, data, max_steps=max_steps, scale=scale)
+    fit = maximise(_sparse_objective, surrogate, data, max_steps=max_steps, scale=_num_used(mask, y.dtype))
     return _keep_if_finite(fit.params, fit.value, surrogate)
