@@ -3,6 +3,7 @@
 from . import acquisition as acquisition
 from . import gp as gp
 from . import kernels as kernels
+from . import likelihoods as likelihoods
 from . import means as means
 from . import mixtures as mixtures
 from . import parameters as parameters

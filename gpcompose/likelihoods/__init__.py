@@ -1,0 +1,4 @@
+"""Likelihoods p(y | f): `log_prob(y, f)` elementwise; each is an Equinox module."""
+
+from ._base import AbstractLikelihood as AbstractLikelihood
+from ._gaussian import Gaussian as Gaussian
