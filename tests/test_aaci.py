@@ -4,15 +4,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 from scipy import integrate, special
 
 import gpcompose
-from gpcompose.aaci import CAVI, SVI, NaturalGaussian
+from gpcompose.aaci import CAVI, NaturalGaussian
 from gpcompose.likelihoods import Gaussian, Laplace, Logistic, Matern32Likelihood, StudentT
 
-from .helpers import autodiff_gradient, dense_exact_posterior, finite_difference_gradient
+from .helpers import autodiff_gradient, dense_exact_posterior
 
 
 def _data(key, num_points, classification):
@@ -97,12 +96,15 @@ def test_gaussian_likelihood_is_exact_in_one_step(getkey):
     state, info = cavi.step(cavi.init(X), getkey(), X, y)
     X_new = jnp.array([[-1.7], [0.2], [3.0]])
     mean, variance = gpcompose.aaci.predict(state, X_new)
-    reference_mean, reference_covariance, log_marginal = dense_exact_posterior(KERNEL, MEAN, X, y, np.full(7, 0.3), X_new)
+    reference_mean, reference_covariance, log_marginal = dense_exact_posterior(
+        KERNEL, MEAN, X, y, np.full(7, 0.3), X_new
+    )
     np.testing.assert_allclose(mean, reference_mean, rtol=1e-9)
     np.testing.assert_allclose(variance, np.diag(reference_covariance), rtol=1e-8)
     # at the exact posterior both bounds equal the log marginal likelihood (zero augmentation gap)
     np.testing.assert_allclose(info.elbo, log_marginal, rtol=1e-10)
     np.testing.assert_allclose(gpcompose.aaci.standard_elbo(state, X, y), log_marginal, rtol=1e-10)
+
     # and (envelope theorem) the hyperparameter gradient of L_aug with q fixed is that of the LML
     def lml(kernel):
         return gpcompose.gp.log_marginal_likelihood(gpcompose.gp.condition(kernel, MEAN, X, y, 0.3))
@@ -123,12 +125,16 @@ def test_augmentation_gap_on_one_point(likelihood, digest_gap):
     cavi = CAVI(kernel, likelihood)
     X = jnp.zeros((1, 1))
     y = jnp.array([1.0 if isinstance(likelihood, Logistic) else 1.1])
-    state = eqx.tree_at(lambda s: s.variational, cavi.init(X), NaturalGaussian(jnp.array([0.3 / 0.7]), jnp.array([[-0.5 / 0.7]])))
+    state = eqx.tree_at(
+        lambda s: s.variational, cavi.init(X), NaturalGaussian(jnp.array([0.3 / 0.7]), jnp.array([[-0.5 / 0.7]]))
+    )
     gap = gpcompose.aaci.standard_elbo(state, X, y) - gpcompose.aaci.augmented_elbo(state, X, y)
     target = float(y[0])
     a0, a1 = (0.0, 1.0) if isinstance(likelihood, Logistic) else (-target, 1.0)
     density = lambda f: np.exp(-((f - 0.3) ** 2) / 1.4) / np.sqrt(1.4 * np.pi)
-    expected_log_phi, _ = integrate.quad(lambda f: density(f) * float(likelihood.log_phi((a0 + a1 * f) ** 2)), -12, 12, points=[target], limit=200)
+    expected_log_phi, _ = integrate.quad(
+        lambda f: density(f) * float(likelihood.log_phi((a0 + a1 * f) ** 2)), -12, 12, points=[target], limit=200
+    )
     reference = expected_log_phi - float(likelihood.log_phi((a0 + a1 * 0.3) ** 2 + a1**2 * 0.7))
     assert gap > 0
     np.testing.assert_allclose(gap, reference, rtol=1e-8)
@@ -148,7 +154,11 @@ def test_logistic_cavi_against_two_dimensional_quadrature(getkey):
     f1, f2 = np.meshgrid(grid, grid, indexing="ij")
     points = np.stack([f1.ravel(), f2.ravel()], 1)
     log_prior = -0.5 * np.sum(points @ np.linalg.inv(K) * points, 1) - 0.5 * np.log(np.linalg.det(2 * np.pi * K))
-    log_joint = log_prior + special.log_expit(points @ np.asarray(y))[..., None].sum(-1) * 0 + special.log_expit(points * np.asarray(y)).sum(1)
+    log_joint = (
+        log_prior
+        + special.log_expit(points @ np.asarray(y))[..., None].sum(-1) * 0
+        + special.log_expit(points * np.asarray(y)).sum(1)
+    )
     cell = (grid[1] - grid[0]) ** 2
     weights = np.exp(log_joint - log_joint.max())
     log_evidence = np.log(weights.sum() * cell) + log_joint.max()

@@ -74,7 +74,8 @@ def fit(
     try:
         y = likelihood.targets(y)
     except eqx.EquinoxRuntimeError as error:
-        raise ValueError(str(error).splitlines()[0]) from error
+        lines = [line for line in str(error).splitlines() if "`y`" in line]
+        raise ValueError(lines[0] if lines else str(error)) from error
     mean = Zero() if mean is None else mean
     if inducing_points is None and batch_size is None:
         algorithm = CAVI(kernel, likelihood, mean, optimizer)

@@ -70,7 +70,7 @@ def natural_step(
 def initial_state(kernel, likelihood, mean, Z, optimizer) -> AACIState:
     """q(v) = N(0, I) (the prior, m = μ₀ and S = K as notes/aaci.md §3 suggests) and a fresh optimiser state."""
     optimizer_state = None if optimizer is None else optimizer.init(partition((kernel, likelihood, mean))[0])
-    return AACIState(
+    state = AACIState(
         NaturalGaussian.standard(Z.shape[0], Z.dtype),
         kernel,
         likelihood,
@@ -79,3 +79,10 @@ def initial_state(kernel, likelihood, mean, Z, optimizer) -> AACIState:
         optimizer_state,
         jnp.zeros((), jnp.int32),
     )
+    return strong_types(state)
+
+
+def strong_types(tree):
+    """`tree` with weakly typed array leaves (from Python numbers) made strong, so that the state a
+    step returns has exactly the types of the state it received and a jitted step compiles once."""
+    return jax.tree.map(lambda leaf: jnp.asarray(leaf, dtype=leaf.dtype) if eqx.is_array(leaf) else leaf, tree)

@@ -2,11 +2,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._jit import public_jit
 from .._validation import check_inputs, check_targets
 from ..kernels import AbstractKernel
 from ..likelihoods import AbstractSuperGaussianLikelihood
 from ..means import AbstractMean
-from .._jit import public_jit
 from ._local import expected_squared_h, split_gauss_legendre_points
 from ._state import AACIState
 from ._variational import NaturalGaussian, inducing_factor, project

@@ -18,7 +18,7 @@ from ._validation import check_model
 def decaying_step_size(num_steps: Int[Array, ""]) -> Float[Array, ""]:
     """ρ_t = (t + 100)^−0.51, the Robbins–Monro schedule of AugmentedGaussianProcesses.jl
     (`InverseDecay(τ=100, κ=0.51)`, notes/aaci.md §3)."""
-    return (num_steps + 100.0) ** -0.51
+    return (jnp.asarray(num_steps, jnp.result_type(float)) + 100.0) ** -0.51
 
 
 def _as_step_size(value):
