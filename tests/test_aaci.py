@@ -11,7 +11,7 @@ import gpcompose
 from gpcompose.aaci import CAVI, NaturalGaussian
 from gpcompose.likelihoods import Gaussian, Laplace, Logistic, Matern32Likelihood, StudentT
 
-from .helpers import autodiff_gradient, dense_exact_posterior
+from .helpers import autodiff_gradient, dense_exact_posterior, dense_grid_posterior
 
 
 def _data(key, num_points, classification):
@@ -69,11 +69,8 @@ def test_cavi_matches_dense_algorithm_1_and_is_monotone(name, getkey):
     mean, variance = gpcompose.aaci.predict(state, X)
     np.testing.assert_allclose(mean, reference_mean, rtol=1e-7, atol=1e-8)
     np.testing.assert_allclose(variance, np.diag(reference_covariance), rtol=1e-6, atol=1e-8)
-    # the augmented ELBO never decreases, and the standard ELBO bounds it from above
+    # the augmented ELBO never decreases
     assert np.all(np.diff(infos.elbo) >= -1e-10 * np.abs(infos.elbo[1:]))
-    augmented = gpcompose.aaci.augmented_elbo(state, X, y)
-    np.testing.assert_allclose(augmented, infos.elbo[-1], rtol=1e-12)
-    assert gpcompose.aaci.standard_elbo(state, X, y) >= augmented
 
 
 def test_cavi_fixed_point_is_stationary_in_q(getkey):
@@ -150,20 +147,9 @@ def test_logistic_cavi_against_two_dimensional_quadrature(getkey):
     cavi = CAVI(KERNEL, Logistic())
     state, _ = gpcompose.run(cavi, cavi.init(X), getkey(), 40, X, y)
     K = np.asarray(KERNEL.gram(X))
-    grid = np.linspace(-9, 9, 601)
-    f1, f2 = np.meshgrid(grid, grid, indexing="ij")
-    points = np.stack([f1.ravel(), f2.ravel()], 1)
-    log_prior = -0.5 * np.sum(points @ np.linalg.inv(K) * points, 1) - 0.5 * np.log(np.linalg.det(2 * np.pi * K))
-    log_joint = (
-        log_prior
-        + special.log_expit(points @ np.asarray(y))[..., None].sum(-1) * 0
-        + special.log_expit(points * np.asarray(y)).sum(1)
+    posterior_mean, posterior_variance, log_evidence = dense_grid_posterior(
+        K, lambda f: special.log_expit(f * np.asarray(y))
     )
-    cell = (grid[1] - grid[0]) ** 2
-    weights = np.exp(log_joint - log_joint.max())
-    log_evidence = np.log(weights.sum() * cell) + log_joint.max()
-    posterior_mean = (weights[:, None] * points).sum(0) / weights.sum()
-    posterior_variance = (weights[:, None] * (points - posterior_mean) ** 2).sum(0) / weights.sum()
     mean, variance = gpcompose.aaci.predict(state, X)
     # bounds: L_aug ≤ L_std ≤ log p(y); the Gaussian approximation is close on this easy problem
     assert gpcompose.aaci.augmented_elbo(state, X, y) <= gpcompose.aaci.standard_elbo(state, X, y) <= log_evidence

@@ -85,7 +85,7 @@ def test_minibatch_targets_are_unbiased_and_vmap_over_seeds_matches_loop(getkey)
     batched = SVI(KERNEL, likelihood, MEAN, batch_size=4, step_size=1.0)
     start, _ = full.step(full.init(Z), getkey(), X, Y_CLASSES)  # a non-prior q
     full_target, _ = full.step(start, getkey(), X, Y_CLASSES)
-    keys = jax.random.split(getkey(), 1000)
+    keys = jax.random.split(getkey(), 500)
     step = jax.vmap(batched.step, in_axes=(None, 0, None, None))
     targets, infos = step(start, keys, X, Y_CLASSES)
     estimates = targets.variational.linear
@@ -173,12 +173,6 @@ def test_fit_predictions_against_quadrature(getkey):
         )
         np.testing.assert_allclose(probability[i], reference, rtol=1e-9)
     assert result.elbo.shape == (20,)
-    # {0, 1} labels are converted
-    converted = gpcompose.aaci.fit(
-        X, (Y_CLASSES + 1) / 2, key=getkey(), likelihood=Logistic(), kernel=KERNEL, num_steps=20
-    )
-    np.testing.assert_allclose(converted.elbo, result.elbo, rtol=1e-12)
-
     sparse = gpcompose.aaci.fit(
         X,
         Y_REGRESSION,

@@ -5,6 +5,9 @@ the Gibbs sampler, their objectives and predictions, and the `fit` driver."""
 from ._cavi import CAVI as CAVI
 from ._fit import AACIResult as AACIResult
 from ._fit import fit as fit
+from ._gibbs import Gibbs as Gibbs
+from ._gibbs import GibbsInfo as GibbsInfo
+from ._gibbs import GibbsState as GibbsState
 from ._objectives import augmented_elbo as augmented_elbo
 from ._objectives import standard_elbo as standard_elbo
 from ._predict import class_probability as class_probability
