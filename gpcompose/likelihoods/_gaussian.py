@@ -31,7 +31,8 @@ class Gaussian(AbstractSuperGaussianLikelihood):
         return -y, jnp.ones_like(y)
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
-        return -jnp.asarray(r) / (2 * self.variance.value)
+        r = jnp.asarray(r)
+        return -r / (2 * self.variance.value.astype(r.dtype))
 
     def sample_omega(self, key: PRNGKeyArray, c_squared: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
         """The point mass ω = 1/(2σ²)."""

@@ -29,7 +29,8 @@ class Laplace(AbstractSuperGaussianLikelihood):
         return -y, jnp.ones_like(y)
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
-        return -jnp.sqrt(jnp.asarray(r)) / self.scale.value
+        r = jnp.asarray(r)
+        return -jnp.sqrt(r) / self.scale.value.astype(r.dtype)
 
     def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         return 1 / (2 * self.scale.value * safe_root(jnp.asarray(c_squared)))

@@ -34,7 +34,8 @@ class Matern32Likelihood(AbstractSuperGaussianLikelihood):
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """log1p(a√r) − a√r with a = √3/ρ."""
-        scaled_root = math.sqrt(3) * jnp.sqrt(jnp.asarray(r)) / self.scale.value
+        r = jnp.asarray(r)
+        scaled_root = math.sqrt(3) * jnp.sqrt(r) / self.scale.value.astype(r.dtype)
         return jnp.log1p(scaled_root) - scaled_root
 
     def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:

@@ -36,8 +36,9 @@ class StudentT(AbstractSuperGaussianLikelihood):
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """−(ν+1)/2 · log1p(r/ν)."""
-        nu = self.degrees_of_freedom.value
-        return -(nu + 1) / 2 * jnp.log1p(jnp.asarray(r) / nu)
+        r = jnp.asarray(r)
+        nu = self.degrees_of_freedom.value.astype(r.dtype)
+        return -(nu + 1) / 2 * jnp.log1p(r / nu)
 
     def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         nu = self.degrees_of_freedom.value

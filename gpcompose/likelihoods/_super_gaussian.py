@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Complex, Float, PRNGKeyArray
 
 from ._base import AbstractLikelihood
+from ._laplace_inversion import sample_by_laplace_inversion
 
 
 class AbstractSuperGaussianLikelihood(AbstractLikelihood):
@@ -23,7 +24,8 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
     c = |h|; its mean is ω̄(c²) = −d log φ(r)/dr at r = c² (document §3.3.1, A.2).
 
     A new likelihood implements `log_normaliser` (log C), `linear_coefficient` (g),
-    `affine_coefficients` ((a₀, a₁)) and `log_phi`; `log_prob`, `phi` and `mean_omega` follow.
+    `affine_coefficients` ((a₀, a₁)) and `log_phi`; `log_prob`, `phi`, `mean_omega` and a generic
+    `sample_omega` (Laplace-transform inversion) follow.
     `log_phi` must accept complex arguments with positive real part (principal branches) so that
     `phi` serves Laplace-transform inversion. Likelihoods whose φ involves √r override
     `mean_omega` with a closed form that is finite at c → 0, because the derivative of √r is
@@ -44,7 +46,8 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
 
     @abc.abstractmethod
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
-        """log φ(r), numerically stable for r ≥ 0 and valid for complex r with Re r > 0."""
+        """log φ(r), numerically stable for r ≥ 0 and valid for complex r with Re r > 0 (in the
+        dtype of `r`: parameters are cast to it)."""
 
     def targets(self, y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """The observations in the form the likelihood uses (classification converts {0, 1} to {−1, 1})."""
@@ -61,8 +64,12 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
         return -derivative
 
     def sample_omega(self, key: PRNGKeyArray, c_squared: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
-        """One draw of ω_i ~ π(ω | c_i) per entry (the Gibbs ω-step, document Alg. 2)."""
-        raise NotImplementedError(f"{type(self).__name__} has no ω sampler.")
+        """One draw of ω_i ~ π(ω | c_i) per entry (the Gibbs ω-step, document Alg. 2).
+
+        The default inverts the Laplace transform φ(s + c²)/φ(c²) numerically
+        (`sample_by_laplace_inversion`; float64 only); the catalogue overrides it with exact samplers.
+        """
+        return sample_by_laplace_inversion(self.log_phi, key, jnp.asarray(c_squared))
 
     def observation_variance(self) -> Float[Array, ""]:
         """Var[y | f] for regression likelihoods (used for predictive variances of y)."""
