@@ -90,7 +90,8 @@ def test_gaussian_likelihood_is_exact_in_one_step(getkey):
     X, y = _data(getkey(), 7, False)
     likelihood = Gaussian(variance=0.3)
     cavi = CAVI(KERNEL, likelihood, MEAN)
-    state, info = cavi.step(cavi.init(X), getkey(), X, y)
+    state, infos = gpcompose.run(cavi, cavi.init(X), getkey(), 1, X, y)
+    info = jax.tree.map(lambda leaf: leaf[0], infos)
     X_new = jnp.array([[-1.7], [0.2], [3.0]])
     mean, variance = gpcompose.aaci.predict(state, X_new)
     reference_mean, reference_covariance, log_marginal = dense_exact_posterior(

@@ -56,23 +56,21 @@ def test_gibbs_posterior_moments_match_dense_grid(name, getkey):
 def test_gibbs_transform_matrix(getkey):
     sampler = Gibbs(KERNEL, StudentT(3.0, 0.5))
     y = jnp.array([1.2, -0.4])
-    step = eqx.filter_jit(eqx.debug.assert_max_traces(sampler.step, max_traces=1))
+
+    def chain(key):
+        init_key, run_key = jax.random.split(key)
+        return gpcompose.run(sampler, sampler.init(X, init_key), run_key, 3, y)[1]
+
     keys = jax.random.split(getkey(), 3)
-    # chains vmapped over keys equal the same chains run one by one (init and step jitted once each)
-    init = eqx.filter_jit(eqx.debug.assert_max_traces(sampler.init, max_traces=1))
-
-    def batched(keys):
-        states = jax.vmap(sampler.init, in_axes=(None, 0))(X, keys)
-        return jax.vmap(sampler.step, in_axes=(0, 0, None))(states, keys, y)[1]
-
-    infos = eqx.filter_jit(batched)(keys)
-    for index, key in enumerate(keys):
-        _, info = step(init(X, key), key, y)
-        np.testing.assert_allclose(infos.latent[index], info.latent, rtol=1e-12)
-        np.testing.assert_allclose(infos.omega[index], info.omega, rtol=1e-12)
-    single = jnp.float32
+    batched = eqx.filter_jit(jax.vmap(chain))(keys)
+    single = eqx.filter_jit(eqx.debug.assert_max_traces(chain, max_traces=1))
+    for index, key in enumerate(keys):  # vmapped chains equal the chains run one by one, compiled once
+        info = single(key)
+        np.testing.assert_allclose(batched.latent[index], info.latent, rtol=1e-12)
+        np.testing.assert_allclose(batched.omega[index], info.omega, rtol=1e-12)
+    float32 = jnp.float32
     sampler32 = Gibbs(
-        gpcompose.kernels.SquaredExponential(single(0.8), single(1.5)), StudentT(single(3.0), single(0.5))
+        gpcompose.kernels.SquaredExponential(float32(0.8), float32(1.5)), StudentT(float32(3.0), float32(0.5))
     )
-    _, infos32 = gpcompose.run(sampler32, sampler32.init(X.astype(single), getkey()), getkey(), 5, y.astype(single))
+    _, infos32 = gpcompose.run(sampler32, sampler32.init(X.astype(float32), getkey()), getkey(), 5, y.astype(float32))
     assert infos32.latent.dtype == jnp.float32 and np.all(np.isfinite(infos32.latent))
