@@ -130,6 +130,27 @@ def run_nuts(kernel, likelihood, X, y, num_chains, num_samples, num_warmup, key)
     return draws, seconds, warmup_seconds
 
 
+def plot(results, path):
+    """Lag-1 autocorrelation and minimum ESS per second of both samplers, one group per likelihood."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(results["rows"])
+    positions = np.arange(len(names))
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    for offset, sampler in [(-0.2, "NUTS"), (0.2, "Gibbs")]:
+        axes[0].bar(positions + offset, [results["rows"][n][sampler]["lag1"] for n in names], 0.4, label=sampler)
+        axes[1].bar(positions + offset, [results["rows"][n][sampler]["ess_min_per_second"] for n in names], 0.4)
+    for axis, title in zip(axes, ["lag-1 autocorrelation of f", "min ESS per second"]):
+        axis.set_xticks(positions, names)
+        axis.set_title(title)
+    axes[0].legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
@@ -139,7 +160,13 @@ def main():
     parser.add_argument("--num-samples", type=int, default=2000)
     parser.add_argument("--likelihoods", default="logistic,student_t,laplace,matern32")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--replot", action="store_true", help="only redraw the PNG from an existing JSON")
     args = parser.parse_args()
+    json_path = os.path.join(args.output_dir, "aaci_mixing.json")
+    if args.replot:
+        with open(json_path) as file:
+            plot(json.load(file), json_path.replace(".json", ".png"))
+        return
     if args.quick:
         args.num_points, args.num_samples = 20, 200
     results = {"args": vars(args), "machine": platform.platform(), "load_before": os.getloadavg(), "rows": {}}
@@ -164,8 +191,9 @@ def main():
         print(name, json.dumps(results["rows"][name]), flush=True)
     results["load_after"] = os.getloadavg()
     os.makedirs(args.output_dir, exist_ok=True)
-    with open(os.path.join(args.output_dir, "aaci_mixing.json"), "w") as file:
+    with open(json_path, "w") as file:
         json.dump(results, file, indent=1)
+    plot(results, json_path.replace(".json", ".png"))
     print(
         "| likelihood | sampler | s/sample | lag-1 | ESS/s (min, median) | R-hat max | document (s/sample, lag-1, R) |"
     )
