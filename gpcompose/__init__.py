@@ -1,5 +1,6 @@
 """gpcompose: composable, pure-JAX transforms for Gaussian-process inference."""
 
+from . import aaci as aaci
 from . import acquisition as acquisition
 from . import gp as gp
 from . import kernels as kernels

@@ -60,3 +60,18 @@ def finite_difference_gradient(function, tree, step=1e-6):
 
 def autodiff_gradient(function, tree):
     return np.asarray(ravel_pytree(jax.grad(function)(tree))[0])
+
+
+def dense_grid_posterior(K, log_likelihood, half_width=9.0, num_points=601):
+    """Mean, variance and log evidence of p(f) ∝ N(f; 0, K) Π_i exp(log_likelihood(f)_i) for N = 2 by
+    a dense tensor grid on [−half_width, half_width]²; `log_likelihood` maps `(P, 2)` points to `(P, 2)`."""
+    grid = np.linspace(-half_width, half_width, num_points)
+    first, second = np.meshgrid(grid, grid, indexing="ij")
+    points = np.stack([first.ravel(), second.ravel()], 1)
+    log_prior = -0.5 * np.sum(points @ np.linalg.inv(K) * points, 1) - 0.5 * np.log(np.linalg.det(2 * np.pi * K))
+    log_joint = log_prior + np.sum(log_likelihood(points), 1)
+    weights = np.exp(log_joint - log_joint.max())
+    log_evidence = np.log(weights.sum() * (grid[1] - grid[0]) ** 2) + log_joint.max()
+    mean = (weights[:, None] * points).sum(0) / weights.sum()
+    variance = (weights[:, None] * (points - mean) ** 2).sum(0) / weights.sum()
+    return mean, variance, log_evidence

@@ -1,13 +1,19 @@
+import math
+
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ..parameters import AbstractParameter, as_positive
-from ._base import AbstractLikelihood
+from ._super_gaussian import AbstractSuperGaussianLikelihood
 
 
-class Gaussian(AbstractLikelihood):
+class Gaussian(AbstractSuperGaussianLikelihood):
     """p(y | f) = N(y; f, σ²).
+
+    Also the degenerate super-Gaussian likelihood (notes/aaci.md §2.9, "useful as a test"):
+    C = (2πσ²)^{−1/2}, g = 0, h = f − y, φ(r) = e^{−r/(2σ²)}, so p(ω) = δ(ω − 1/(2σ²)),
+    ω̄ = 1/(2σ²) and augmented inference is exact.
 
     **Arguments:** `variance` σ² (a number is wrapped in `Positive`; pass a parameter to
     choose its transform or prior).
@@ -15,6 +21,22 @@ class Gaussian(AbstractLikelihood):
 
     variance: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
 
-    def log_prob(self, y: Float[ArrayLike, "*batch"], f: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
-        variance = self.variance.value
-        return -0.5 * (jnp.log(2 * jnp.pi * variance) + (jnp.asarray(y) - jnp.asarray(f)) ** 2 / variance)
+    def log_normaliser(self) -> Float[Array, ""]:
+        return -0.5 * (math.log(2 * math.pi) + jnp.log(self.variance.value))
+
+    def linear_coefficient(self, y: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
+        return jnp.zeros_like(y)
+
+    def affine_coefficients(self, y: Float[Array, "*batch"]) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
+        return -y, jnp.ones_like(y)
+
+    def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        r = jnp.asarray(r)
+        return -r / (2 * self.variance.value.astype(r.dtype))
+
+    def sample_omega(self, key: PRNGKeyArray, c_squared: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
+        """The point mass ω = 1/(2σ²)."""
+        return jnp.full_like(jnp.asarray(c_squared), 1 / (2 * self.variance.value))
+
+    def observation_variance(self) -> Float[Array, ""]:
+        return self.variance.value

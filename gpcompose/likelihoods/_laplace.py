@@ -1,0 +1,44 @@
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+
+from ..parameters import AbstractParameter, as_positive
+from ._omega_samplers import sample_inverse_gaussian
+from ._super_gaussian import AbstractSuperGaussianLikelihood, safe_root
+
+
+class Laplace(AbstractSuperGaussianLikelihood):
+    """Laplace regression with scale b: p(y | f) = e^{−|y − f|/b}/(2b).
+
+    AACI document Table 1: C = 1/(2b), g = 0, h = f − y, φ(r) = e^{−√r/b}; p(ω) is Lévy
+    (InvGamma(1/2, scale 1/(4b²))), π(ω | c) = IG(mean 1/(2bc), shape 1/(2b²)) and ω̄ = 1/(2bc),
+    which diverges as c → 0 (c is clamped to the smallest normal number; notes/aaci.md §2.9, §2.11).
+
+    **Arguments:** `scale` b (default 1, as in the document's code).
+    """
+
+    scale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
+
+    def log_normaliser(self) -> Float[Array, ""]:
+        return -jnp.log(2 * self.scale.value)
+
+    def linear_coefficient(self, y: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
+        return jnp.zeros_like(y)
+
+    def affine_coefficients(self, y: Float[Array, "*batch"]) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
+        return -y, jnp.ones_like(y)
+
+    def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        r = jnp.asarray(r)
+        return -jnp.sqrt(r) / self.scale.value.astype(r.dtype)
+
+    def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        return 1 / (2 * self.scale.value * safe_root(jnp.asarray(c_squared)))
+
+    def sample_omega(self, key: PRNGKeyArray, c_squared: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
+        c_squared = jnp.asarray(c_squared)
+        b = self.scale.value
+        return sample_inverse_gaussian(key, self.mean_omega(c_squared), jnp.full_like(c_squared, 1 / (2 * b**2)))
+
+    def observation_variance(self) -> Float[Array, ""]:
+        return 2 * self.scale.value**2

@@ -1,0 +1,104 @@
+import abc
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Complex, Float, PRNGKeyArray
+
+from ._base import AbstractLikelihood
+from ._laplace_inversion import sample_by_laplace_inversion
+
+
+class AbstractSuperGaussianLikelihood(AbstractLikelihood):
+    """A super-Gaussian likelihood (AACI document, eqs. 4–5, per datum):
+
+        p(y | f) = C e^{g(y) f} φ(h²),   h = a₀(y) + a₁(y) f,
+
+    with φ completely monotone on r ≥ 0 and φ(0) = 1. By Bernstein–Widder, φ(r) = ∫ e^{−rω} p(ω) dω
+    for a probability density p(ω), so that given ω the likelihood is Gaussian in f:
+    p(y | f, ω) = C e^{g f − h² ω}. In the document's quadratic notation
+    h² = α − β f + γ f² with α = a₀², β = −2 a₀ a₁, γ = a₁² (storing the affine form avoids
+    the cancellation in α − βm + γ(m² + s), notes/aaci.md §2.1).
+
+    Given f the auxiliary variable follows the tilted law π(ω | c) = e^{−c²ω} p(ω)/φ(c²) with
+    c = |h|; its mean is ω̄(c²) = −d log φ(r)/dr at r = c² (document §3.3.1, A.2).
+
+    A new likelihood implements `log_normaliser` (log C), `linear_coefficient` (g),
+    `affine_coefficients` ((a₀, a₁)) and `log_phi`; `log_prob`, `phi`, `mean_omega` and a generic
+    `sample_omega` (Laplace-transform inversion) follow.
+    `log_phi` must accept complex arguments with positive real part (principal branches) so that
+    `phi` serves Laplace-transform inversion. Likelihoods whose φ involves √r override
+    `mean_omega` with a closed form that is finite at c → 0, because the derivative of √r is
+    not. Those with a known tilted law override `sample_omega` with an exact sampler.
+    """
+
+    @abc.abstractmethod
+    def log_normaliser(self) -> Float[Array, ""]:
+        """log C."""
+
+    @abc.abstractmethod
+    def linear_coefficient(self, y: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
+        """g(y)."""
+
+    @abc.abstractmethod
+    def affine_coefficients(self, y: Float[Array, "*batch"]) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
+        """(a₀(y), a₁(y)) with h(f, y) = a₀ + a₁ f."""
+
+    @abc.abstractmethod
+    def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        """log φ(r), numerically stable for r ≥ 0 and valid for complex r with Re r > 0 (in the
+        dtype of `r`: parameters are cast to it)."""
+
+    def targets(self, y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        """The observations in the form the likelihood uses (classification converts {0, 1} to {−1, 1})."""
+        return jnp.asarray(y)
+
+    def phi(self, s: Complex[ArrayLike, "*batch"]) -> Complex[Array, "*batch"]:
+        """φ(s) = exp(log φ(s)), also for complex s with Re s > 0 (for Laplace inversion)."""
+        return jnp.exp(self.log_phi(s))
+
+    def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        """ω̄ = E[ω | c] = −φ′(c²)/φ(c²) = −d log φ/dr at r = c², by forward-mode autodiff."""
+        c_squared = jnp.asarray(c_squared)
+        _, derivative = jax.jvp(self.log_phi, (c_squared,), (jnp.ones_like(c_squared),))
+        return -derivative
+
+    def sample_omega(self, key: PRNGKeyArray, c_squared: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
+        """One draw of ω_i ~ π(ω | c_i) per entry (the Gibbs ω-step, document Alg. 2).
+
+        The default inverts the Laplace transform φ(s + c²)/φ(c²) numerically
+        (`sample_by_laplace_inversion`; float64 only); the catalogue overrides it with exact samplers.
+        """
+        return sample_by_laplace_inversion(self.log_phi, key, jnp.asarray(c_squared))
+
+    def observation_variance(self) -> Float[Array, ""]:
+        """Var[y | f] for regression likelihoods (used for predictive variances of y)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a regression likelihood with a variance of y | f.")
+
+    def squared_h(self, y: Float[ArrayLike, "*batch"], f: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        """h(f, y)²."""
+        a0, a1 = self.affine_coefficients(jnp.asarray(y))
+        return (a0 + a1 * jnp.asarray(f)) ** 2
+
+    def log_prob(self, y: Float[ArrayLike, "*batch"], f: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        """log p(y | f) = log C + g(y) f + log φ(h(f, y)²)."""
+        y = self.targets(y)
+        f = jnp.asarray(f)
+        return self.log_normaliser() + self.linear_coefficient(y) * f + self.log_phi(self.squared_h(y, f))
+
+
+def safe_root(c_squared: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
+    """c = √max(c², tiny): finite and positive at c² = 0, for closed forms that divide by c."""
+    return jnp.sqrt(jnp.maximum(c_squared, jnp.finfo(c_squared.dtype).tiny))
+
+
+def classification_targets(y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+    """Labels in {−1, 1}: {0, 1} labels are converted (0 → −1); any other value is an error
+    (`eqx.error_if`, so the check also runs inside `jit`)."""
+    y = jnp.asarray(y)
+    if not jnp.issubdtype(y.dtype, jnp.floating):
+        y = y.astype(jnp.result_type(float))
+    converted = jnp.where(y == 0, -jnp.ones_like(y), y)
+    mixed = jnp.any(y == 0) & jnp.any(y == -1)
+    bad = mixed | ~jnp.all((converted == 1) | (converted == -1))
+    return eqx.error_if(converted, bad, "`y` must hold class labels in {-1, 1} or in {0, 1}.")
