@@ -2,6 +2,7 @@
 
 from . import acquisition as acquisition
 from . import boosting as boosting
+from . import bvbmc as bvbmc
 from . import gp as gp
 from . import kernels as kernels
 from . import likelihoods as likelihoods
