@@ -108,6 +108,9 @@ def init(
         raise ValueError(f"`boosting` must be a gpcompose.boosting.Boosting, got {type(algorithm).__name__}.")
     if joint_update_every is not None:
         algorithm = dataclasses.replace(algorithm, joint_update_every=joint_update_every)
+    # Strongly typed in the data's dtype, so that a saved and reloaded state (which loses
+    # weak types) reuses the compiled ask/tell.
+    algorithm = jax.tree.map(lambda leaf: jnp.asarray(leaf).astype(X.dtype), algorithm)
     return _initialise(jnp.asarray(X), jnp.asarray(y), key, kernel, algorithm, options)
 
 
