@@ -77,6 +77,21 @@ class Boosting(eqx.Module):
     - `joint_update_every` 20 (0: never), `joint_steps` 300, `joint_samples_per_component`
       250 (code); `joint_learning_rate` 0.05 [ours, cosine-decayed, means in units of the
       mixture's standard deviations].
+
+    !!! Example
+        ```python
+        posterior = gpcompose.gp.condition(kernel, mean, X, log_density_values, 1e-4)
+        q0 = gpcompose.mixtures.GaussianMixture.from_moments(
+            jnp.ones(20), jnp.zeros((20, D)), jnp.full((20, D), 4.0), mask=jnp.arange(20) < 1
+        )
+        algorithm = gpcompose.boosting.Boosting()
+        state = algorithm.init(posterior, q0)
+        state, infos = gpcompose.run(algorithm, state, key, 30)
+        # or by hand, e.g. appending an evaluation between steps
+        step = eqx.filter_jit(algorithm.step)
+        for step_key in jax.random.split(key, 30):
+            state, info = step(state, step_key)
+        ```
     """
 
     regularisation: Float[Array, ""] = eqx.field(converter=_as_array, default=1.0)
