@@ -93,8 +93,8 @@ def test_raw_units_surrogate_is_the_rescaled_gp_of_the_scaled_outputs(getkey, sc
         np.testing.assert_allclose([shift, scale], [np.max(y), 1.0], rtol=1e-12)
     scaled = (y - shift) / scale
     np.testing.assert_allclose(prior_constant(scaled, mask, options), 2 * jnp.min(scaled) - jnp.max(scaled))
-    prior = initial_prior(X, scaled, mask, None, options)
-    assert isinstance(prior[0], kernels.ProductMatern)
+    assert isinstance(initial_prior(X, scaled, mask, None, options)[0], kernels.ProductMatern)  # the default
+    prior = initial_prior(X, scaled, mask, KERNEL, options)
     raw = raw_units_posterior(prior, X, y, mask, shift, scale, options)
     reference = gp.condition(prior[0], prior[1], X, scaled, options.jitter)
     X_new = jax.random.normal(getkey(), (5, 2))
@@ -108,6 +108,16 @@ def test_raw_units_surrogate_is_the_rescaled_gp_of_the_scaled_outputs(getkey, sc
     integral, integral_variance = quadrature.integrate(reference, q)
     np.testing.assert_allclose(raw_integral, scale * integral + shift, rtol=1e-9)
     np.testing.assert_allclose(raw_integral_variance, scale**2 * integral_variance, rtol=1e-6, atol=1e-12)
+
+
+def test_refit_on_the_initial_data_reproduces_the_initial_fit():
+    from gpcompose.bvbmc._workflow import _refit
+
+    state = start(jax.random.key(3))
+    refitted = eqx.filter_jit(_refit)(state)
+    X_new = MEAN[None, :] + jax.random.normal(jax.random.key(11), (6, 2))
+    for a, b in zip(gp.predict(refitted, X_new), gp.predict(state.boosting.posterior, X_new)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-8)
 
 
 def test_gaussian_target_end_to_end():

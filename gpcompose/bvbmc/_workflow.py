@@ -221,11 +221,14 @@ def _check_evaluation(state: BVBMCState, x, y):
 
 
 def _refit(state: BVBMCState) -> gp.ExactPosterior:
-    """ML-II again on every successful evaluation (scaled with the initial shift/scale)."""
+    """ML-II again on every successful evaluation (scaled with the initial shift/scale),
+    warm-started at the current kernel (the raw-units kernel is scale² · k, a `Product`
+    whose right factor is k); the prior mean is set again from all the data."""
     options = state.options
     mask = state.succeeded
     scaled = jnp.where(mask, (state.log_densities - state.shift) / state.scale, 0.0)
-    prior = fit_prior(initial_prior(state.inputs, scaled, mask, None, options), state.inputs, scaled, mask, options)
+    kernel = state.boosting.posterior.kernel.right
+    prior = fit_prior(initial_prior(state.inputs, scaled, mask, kernel, options), state.inputs, scaled, mask, options)
     return raw_units_posterior(prior, state.inputs, state.log_densities, mask, state.shift, state.scale, options)
 
 
