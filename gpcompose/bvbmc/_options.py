@@ -33,7 +33,9 @@ class BVBMCOptions(eqx.Module):
     final_entropy_samples: int = eqx.field(static=True, default=8192)  # [ours] ELBO of the result
 
     def __check_init__(self):
-        positive = ("budget", "max_components", "fit_steps", "num_candidates", "num_search_starts")
+        if self.budget < 0:
+            raise ValueError(f"`budget` must be ≥ 0, got {self.budget}.")
+        positive = ("max_components", "fit_steps", "num_candidates", "num_search_starts")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
