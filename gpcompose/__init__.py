@@ -2,6 +2,8 @@
 
 from . import aaci as aaci
 from . import acquisition as acquisition
+from . import boosting as boosting
+from . import bvbmc as bvbmc
 from . import gp as gp
 from . import kernels as kernels
 from . import likelihoods as likelihoods

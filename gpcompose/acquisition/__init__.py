@@ -3,6 +3,15 @@ multi-start maximiser."""
 
 from ._interquantile_range import log_expected_interquantile_range as log_expected_interquantile_range
 from ._interquantile_range import log_sinh as log_sinh
+from ._log_bmc import LOG_BMC_ACQUISITIONS as LOG_BMC_ACQUISITIONS
+from ._log_bmc import log_moment_matched_log_transform as log_moment_matched_log_transform
+from ._log_bmc import log_prospective as log_prospective
+from ._log_bmc import (
+    log_prospective_moment_matched_log_transform as log_prospective_moment_matched_log_transform,
+)
+from ._log_bmc import log_soft_prospective as log_soft_prospective
+from ._log_bmc import log_uncertainty_sampling as log_uncertainty_sampling
+from ._log_bmc import log_variance_regulariser as log_variance_regulariser
 from ._multistart import MultistartResult as MultistartResult
 from ._multistart import maximise_multistart as maximise_multistart
 from ._predict import latent_lookahead_variance as latent_lookahead_variance

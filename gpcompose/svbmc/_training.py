@@ -7,7 +7,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import sparse
 from ..mixtures import VBMCMixture
-from ..quadrature import elbo
+from ..quadrature import elbo, maximise_elbo
 from ..sparse import select_inducing_points
 from ._noise_shaping import shaping_variance, total_noise_variance
 from ._options import SVBMCOptions
@@ -15,7 +15,7 @@ from ._state import SVBMCState
 from ._subset import stratified_kmeans_subset
 from ._surrogate import Surrogate, fit_exact, fit_sparse, initial_surrogate, plausible_box, sparse_objective
 from ._trimming import trim_mask
-from ._variational import build_up, initial_mixture, optimise_mixture
+from ._variational import build_up, initial_mixture
 
 
 def training_rows(state_like, options: SVBMCOptions) -> tuple[Bool[Array, " C"], Float[Array, " C"]]:
@@ -146,7 +146,7 @@ def retrain(
             tolerance=options.buildup_tolerance,
         )
     else:
-        mixture = optimise_mixture(
+        mixture = maximise_elbo(
             posterior,
             previous[2],
             mixture_key,

@@ -3,11 +3,10 @@ build-up that adds components until the ELBO stops improving (SVBMC §3.3, §A.5
 
 import jax
 import jax.numpy as jnp
-import optax
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from ..mixtures import VBMCMixture
-from ..quadrature import elbo
+from ..quadrature import elbo, maximise_elbo
 from ..sparse import SparsePosterior
 
 
@@ -34,58 +33,6 @@ def initial_mixture(
         log_lambda=jnp.log(spread),
         mask=jnp.zeros((max_components,), bool).at[0].set(True),
     )
-
-
-def cosine_schedule(learning_rate: float, num_steps: int, final_fraction: float = 0.1):
-    """η_t = η (f + (1 − f)(1 + cos(π t/T))/2), cast explicitly (strict dtype promotion)."""
-
-    def schedule(count):
-        progress = jnp.minimum(count.astype(jnp.result_type(float)) / max(num_steps, 1), 1.0)
-        return learning_rate * (final_fraction + (1 - final_fraction) * 0.5 * (1 + jnp.cos(jnp.pi * progress)))
-
-    return schedule
-
-
-def optimise_mixture(
-    posterior: SparsePosterior,
-    mixture: VBMCMixture,
-    key: PRNGKeyArray,
-    *,
-    width: Float[Array, " D"],
-    num_steps: int,
-    learning_rate: float,
-    num_entropy_samples: int,
-) -> VBMCMixture:
-    """Stochastic gradient ascent (Adam, cosine-decayed step) on the surrogate ELBO
-    E_f[∫ q f] + H[q] (sparse BQ + reparameterised entropy, fresh samples each step).
-
-    Means are optimised in units of `width` so that one learning rate fits any scale;
-    scales are optimised on the log scale and weights as logits. Non-finite gradients
-    are zeroed so that a bad step cannot corrupt the mixture.
-    """
-    mask = mixture.mask
-
-    def build(parameters):
-        logits, scaled_means, log_sigma, log_lambda = parameters
-        return VBMCMixture(logits, scaled_means * width[None, :], log_sigma, log_lambda, mask)
-
-    def loss(parameters, step_key):
-        return -elbo(posterior, build(parameters), step_key, num_entropy_samples)[0]
-
-    optimiser = optax.adam(cosine_schedule(learning_rate, num_steps))
-    parameters = (mixture.logits, mixture.means / width[None, :], mixture.log_sigma, mixture.log_lambda)
-
-    def step(carry, step_key):
-        parameters, optimiser_state = carry
-        gradient = jax.grad(loss)(parameters, step_key)
-        gradient = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), gradient)
-        with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
-            updates, optimiser_state = optimiser.update(gradient, optimiser_state)
-        return (optax.apply_updates(parameters, updates), optimiser_state), None
-
-    keys = jax.random.split(key, num_steps)
-    (parameters, _), _ = jax.lax.scan(step, (parameters, optimiser.init(parameters)), keys)
-    return build(parameters)
 
 
 def add_components(
@@ -144,7 +91,7 @@ def build_up(
     optimise_key, compare_key, stages_key = jax.random.split(key, 3)
 
     def optimise(current, step_key):
-        return optimise_mixture(
+        return maximise_elbo(
             posterior,
             current,
             step_key,

@@ -1,0 +1,234 @@
+"""BVBMC workflow: log-space acquisitions against their direct formulae, the raw-units
+surrogate against the scaled GP, end-to-end accuracy on a Gaussian target, ask/tell
+tracing and resume, vmap over seeds, failed evaluations and bad input. Problem sizes are
+small; the thesis's problems are in benchmarks/bvbmc_*.py."""
+
+import math
+import warnings
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gpcompose import acquisition, boosting, bvbmc, gp, kernels, mixtures, quadrature
+from gpcompose.benchmarks.metrics import gskl
+from gpcompose.bvbmc._surrogate import initial_prior, output_scaling, prior_constant, raw_units_posterior
+
+MEAN = jnp.array([0.5, -1.0])
+SD = jnp.array([1.0, 0.6])
+LOG_Z = 1.7
+
+
+def gaussian_log_density(x):
+    """log Z + log N(x; MEAN, diag(SD²)), so the evidence is exactly e^{LOG_Z}."""
+    standardised = (x - MEAN) / SD
+    return LOG_Z - 0.5 * jnp.sum(standardised**2) - jnp.sum(jnp.log(SD)) - math.log(2 * math.pi)
+
+
+OPTIONS = bvbmc.BVBMCOptions(
+    max_components=6,
+    fit_steps=100,
+    initial_joint_steps=150,
+    num_candidates=32,
+    num_search_starts=2,
+    search_steps=10,
+    final_entropy_samples=8192,
+)
+FAST = boosting.Boosting(
+    relbo_steps=60, relbo_samples=64, weight_samples=128, joint_update_every=2, joint_steps=60,
+    joint_samples_per_component=32,
+)  # fmt: skip
+KERNEL = kernels.SquaredExponential(lengthscale=jnp.ones(2), variance=1.0)  # fastest embeddings to compile
+NUM_INITIAL, BUDGET = 12, 4  # one shape for every test: compiled programs are shared
+
+
+def initial_points(key):
+    X = MEAN[None, :] + 2.0 * jax.random.normal(key, (NUM_INITIAL, 2))
+    return np.asarray(X), np.asarray(jax.vmap(gaussian_log_density)(X))
+
+
+def start(key, X=None, y=None):
+    if X is None:
+        X, y = initial_points(jax.random.key(0))
+    return bvbmc.init(X, y, key=key, budget=BUDGET, kernel=KERNEL, boosting=FAST, options=OPTIONS)
+
+
+def test_log_space_acquisitions_match_their_direct_formulae(getkey):
+    mean = jax.random.uniform(getkey(), (50,), minval=-5.0, maxval=3.0)
+    variance = jax.random.uniform(getkey(), (50,), minval=1e-3, maxval=3.0)
+    log_q = jax.random.uniform(getkey(), (50,), minval=-5.0, maxval=0.0)
+    q = np.exp(np.asarray(log_q))
+    m, k = np.asarray(mean), np.asarray(variance)
+    direct = {
+        "us": k * q**2,
+        "prop": k * np.exp(m) * q**2,
+        "soft_prop": k * np.log1p(np.exp(m)) * q**2,
+        "mmlt": np.exp(2 * m + k) * (np.exp(k) - 1),
+        "mmlt_p": np.exp(2 * m + k) * (np.exp(k) - 1) * q**2,
+    }
+    for name, function in acquisition.LOG_BMC_ACQUISITIONS.items():
+        values = jax.vmap(function)(mean, variance, log_q)
+        np.testing.assert_allclose(np.exp(values), direct[name], rtol=1e-12, err_msg=name)
+        # where e^m, e^{2m+k} overflow or the variance is zero the logs stay finite
+        extreme = jax.vmap(function)(jnp.array([800.0, -800.0, 0.0]), jnp.array([50.0, 1e-300, 0.0]), jnp.zeros(3))
+        assert bool(jnp.all(jnp.isfinite(extreme))), name
+    threshold = jnp.asarray(0.1)
+    regulariser = jax.vmap(lambda k: acquisition.log_variance_regulariser(k, threshold))(variance)
+    np.testing.assert_allclose(regulariser, np.where(k < 0.1, 1.0 - 0.1 / k, 0.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mean_kind", ["constant", "negative_quadratic"])
+@pytest.mark.parametrize("scaling", ["normalize", "zeromax"])
+def test_raw_units_surrogate_is_the_rescaled_gp_of_the_scaled_outputs(getkey, scaling, mean_kind):
+    X = jax.random.normal(getkey(), (10, 2))
+    y = -3.0 * jnp.sum(X**2, axis=1) + 40.0
+    mask = jnp.ones(10, bool)
+    options = bvbmc.BVBMCOptions(scaling=scaling, mean=mean_kind)
+    shift, scale = output_scaling(y, mask, scaling)
+    if scaling == "normalize":
+        np.testing.assert_allclose([shift, scale], [np.mean(y), np.std(np.asarray(y), ddof=1)], rtol=1e-12)
+    else:
+        np.testing.assert_allclose([shift, scale], [np.max(y), 1.0], rtol=1e-12)
+    scaled = (y - shift) / scale
+    np.testing.assert_allclose(prior_constant(scaled, mask, options), 2 * jnp.min(scaled) - jnp.max(scaled))
+    assert isinstance(initial_prior(X, scaled, mask, None, options)[0], kernels.ProductMatern)  # the default
+    prior = initial_prior(X, scaled, mask, KERNEL, options)
+    raw = raw_units_posterior(prior, X, y, mask, shift, scale, options)
+    reference = gp.condition(prior[0], prior[1], X, scaled, options.jitter)
+    X_new = jax.random.normal(getkey(), (5, 2))
+    raw_mean, raw_variance = gp.predict(raw, X_new)
+    scaled_mean, scaled_variance = gp.predict(reference, X_new)
+    np.testing.assert_allclose(raw_mean, scale * scaled_mean + shift, rtol=1e-9)
+    np.testing.assert_allclose(raw_variance, scale**2 * scaled_variance, rtol=1e-7, atol=1e-12)
+    # BMC integrals rescale as a·E + b and a²·Var (thesis eqs. 6.8–6.9).
+    q = mixtures.GaussianMixture.from_moments(jnp.array([0.3, 0.7]), X[:2], jnp.full((2, 2), 0.5))
+    raw_integral, raw_integral_variance = quadrature.integrate(raw, q)
+    integral, integral_variance = quadrature.integrate(reference, q)
+    np.testing.assert_allclose(raw_integral, scale * integral + shift, rtol=1e-9)
+    np.testing.assert_allclose(raw_integral_variance, scale**2 * integral_variance, rtol=1e-6, atol=1e-12)
+
+
+def test_refit_on_the_initial_data_reproduces_the_initial_fit():
+    from gpcompose.bvbmc._workflow import _refit
+
+    state = start(jax.random.key(3))
+    refitted = eqx.filter_jit(_refit)(state)
+    X_new = MEAN[None, :] + jax.random.normal(jax.random.key(11), (6, 2))
+    for a, b in zip(gp.predict(refitted, X_new), gp.predict(state.boosting.posterior, X_new)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-8)
+
+
+def test_gaussian_target_end_to_end():
+    X0, _ = initial_points(jax.random.key(0))
+    result = bvbmc.fit(
+        lambda x: float(gaussian_log_density(jnp.asarray(x))),
+        X0,
+        key=jax.random.key(1),
+        budget=BUDGET,
+        kernel=KERNEL,
+        boosting=FAST,
+        options=OPTIONS,
+        joint_update_every=2,
+    )
+    assert isinstance(result.posterior, mixtures.GaussianMixture)
+    divergence = gskl(result.posterior.mean(), result.posterior.covariance(), MEAN, jnp.diag(SD**2))
+    assert float(divergence) < 0.01
+    assert abs(float(result.elbo) - LOG_Z) < 0.1 and 0 < float(result.elbo_sd) < 0.1
+    assert result.X.shape == (NUM_INITIAL + BUDGET, 2) and result.num_failed == 0
+    np.testing.assert_allclose(result.y, jax.vmap(gaussian_log_density)(result.X), rtol=1e-12)
+    samples = result.posterior.sample(jax.random.key(2), 10)
+    assert samples.shape == (10, 2) and bool(jnp.all(jnp.isfinite(result.posterior.log_prob(samples))))
+
+
+@eqx.filter_jit
+@eqx.debug.assert_max_traces(max_traces=1)
+def ask_and_tell(state, key):
+    x = bvbmc.ask(state, key)
+    return bvbmc.tell(state, x, gaussian_log_density(x))
+
+
+def ask_tell_loop(state, key, count):
+    for _ in range(count):
+        state = ask_and_tell(state, jax.random.fold_in(key, state.num_evaluations))
+    return state
+
+
+def test_ask_tell_trace_once_and_resume_equals_uninterrupted(tmp_path):
+    state = start(jax.random.key(3))
+    key = jax.random.key(4)
+    uninterrupted = ask_tell_loop(state, key, 3)
+    halfway = ask_tell_loop(state, key, 1)
+    path = tmp_path / "bvbmc.eqx"
+    eqx.tree_serialise_leaves(path, halfway)
+    resumed = ask_tell_loop(eqx.tree_deserialise_leaves(path, state), key, 2)
+    assert int(resumed.num_evaluations) == 3 and int(resumed.boosting.num_steps) == 3
+    for a, b in zip(jax.tree.leaves(resumed), jax.tree.leaves(uninterrupted)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_run_vmapped_over_seeds_equals_single_runs():
+    X, y = initial_points(jax.random.key(0))
+    keys = jax.random.split(jax.random.key(5), 4)
+
+    @jax.vmap
+    def batched(key):
+        return bvbmc.run(gaussian_log_density, start(key, X, y), key)
+
+    states = batched(keys)
+    for index, key in enumerate(keys):
+        single = ask_tell_loop(start(key, X, y), key, BUDGET)
+        for a, b in zip(jax.tree.leaves(states), jax.tree.leaves(single)):
+            np.testing.assert_allclose(a[index], b, rtol=1e-7, atol=1e-9)
+
+
+def test_failed_evaluations_are_recorded_and_the_run_goes_on():
+    state = start(jax.random.key(6))
+    x = bvbmc.ask(state, jax.random.key(7))
+    failed = bvbmc.tell(state, x, jnp.nan)
+    assert int(failed.num_evaluations) == 1 and not bool(failed.succeeded[NUM_INITIAL])
+    assert int(failed.boosting.posterior.observations.num_used) == NUM_INITIAL
+    assert bvbmc.result(failed).num_failed == 1
+    calls = []
+
+    def flaky(x):
+        calls.append(x)
+        if len(calls) == NUM_INITIAL + 2:
+            raise RuntimeError("simulator crashed")
+        return float(gaussian_log_density(jnp.asarray(x)))
+
+    X0, _ = initial_points(jax.random.key(0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = bvbmc.fit(
+            flaky,
+            X0,
+            key=jax.random.key(1),
+            budget=BUDGET,
+            kernel=KERNEL,
+            boosting=FAST,
+            options=OPTIONS,
+            joint_update_every=2,
+        )
+    assert result.num_failed == 1 and result.X.shape == (NUM_INITIAL + BUDGET - 1, 2)
+    assert any("simulator crashed" in str(warning.message) for warning in caught)
+
+
+def test_bad_input_raises_value_errors():
+    X, y = initial_points(jax.random.key(0))
+    with pytest.raises(ValueError, match="`X`"):
+        bvbmc.init(X[:, 0], y, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="`y`"):
+        bvbmc.init(X, y[:-1], key=jax.random.key(0))
+    with pytest.raises(ValueError, match="kernel"):
+        bvbmc.init(X, y, key=jax.random.key(0), kernel="matern")
+    with pytest.raises(ValueError, match="acquisitions"):
+        bvbmc.BVBMCOptions(acquisitions=("prop", "ei"))
+    with pytest.raises(ValueError, match="scaling"):
+        bvbmc.BVBMCOptions(scaling="standardise")
+    with pytest.raises(ValueError, match="at least 2"), pytest.warns(RuntimeWarning, match="dropped 1"):
+        bvbmc.init(X[:2], np.array([np.nan, 1.0]), key=jax.random.key(0))
+    state = start(jax.random.key(6))
+    with pytest.raises(ValueError, match="`x`"):
+        bvbmc.tell(state, jnp.zeros(3), 0.0)
