@@ -9,6 +9,7 @@ from . import mixtures as mixtures
 from . import parameters as parameters
 from . import priors as priors
 from . import quadrature as quadrature
+from . import sampling as sampling
 from . import sparse as sparse
 from . import svbmc as svbmc
 from . import svgd as svgd
