@@ -103,9 +103,9 @@ def maximise_on_box(
     if num_starts > num_candidates:
         raise ValueError(f"`num_starts` ({num_starts}) must not exceed `num_candidates` ({num_candidates}).")
     unit = jax.random.uniform(key, (num_candidates, lower.shape[0]), lower.dtype)
-    candidates = lower + (upper - lower) * unit
+    candidates = lower[None, :] + (upper - lower)[None, :] * unit
     if extra_candidates is not None:
-        candidates = jnp.concatenate([candidates, jnp.clip(extra_candidates.astype(lower.dtype), lower, upper)])
+        candidates = jnp.concatenate([candidates, jnp.clip(extra_candidates.astype(lower.dtype), lower[None, :], upper[None, :])])
     values = jax.vmap(objective)(candidates)
     _, rows = jax.lax.top_k(jnp.where(jnp.isfinite(values), values, -jnp.inf), num_starts)
     return maximise_multistart(

@@ -19,7 +19,6 @@ class SampleExtrema(eqx.Module):
     value_min: Float[Array, " M"]
 
 
-@eqx.filter_jit
 def sample_extrema(
     key: PRNGKeyArray,
     samples: AbstractSamples,
@@ -36,25 +35,30 @@ def sample_extrema(
     All samples are evaluated on one set of `num_candidates` uniform points; each sample's
     `num_starts` best (resp. worst) candidates start box-clipped Adam searches
     (`acquisition.maximise_multistart`, steps in units of the box width), vmapped over
-    samples and starts. The document specifies only "multi-start gradient descent"; these
-    defaults are ours.
+    samples, both directions and starts. The document specifies only "multi-start
+    gradient descent"; these defaults are ours. `ValueError` unless lower < upper.
     """
+    if not isinstance(samples, AbstractSamples):
+        raise ValueError(f"`samples` must be an AbstractSamples, got {type(samples).__name__}.")
     lower, upper = check_box(lower, upper)
-    dtype = lower.dtype
     if num_starts > num_candidates:
         raise ValueError(f"`num_starts` ({num_starts}) must not exceed `num_candidates` ({num_candidates}).")
-    dimension = lower.shape[0]
-    unit = jax.random.uniform(key, (num_candidates, dimension), dtype)
-    candidates = lower + (upper - lower) * unit
+    return _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate)
+
+
+@eqx.filter_jit
+def _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate):
+    unit = jax.random.uniform(key, (num_candidates, lower.shape[0]), lower.dtype)
+    candidates = lower[None, :] + (upper - lower)[None, :] * unit
     values = samples(candidates)
-    width = upper - lower
+    num_samples = samples.num_samples
 
     def search(index, sign):
         _, rows = jax.lax.top_k(sign * values[index], num_starts)
         result = maximise_multistart(
             lambda x: sign * samples.evaluate(index, x),
             candidates[rows],
-            scale=width,
+            scale=upper - lower,
             num_steps=num_steps,
             learning_rate=learning_rate,
             lower=lower,
@@ -62,7 +66,7 @@ def sample_extrema(
         )
         return result.x, sign * result.value
 
-    indices = jnp.arange(samples.num_samples)
-    x_max, value_max = jax.vmap(lambda m: search(m, 1.0))(indices)
-    x_min, value_min = jax.vmap(lambda m: search(m, -1.0))(indices)
-    return SampleExtrema(x_max, value_max, x_min, value_min)
+    indices = jnp.concatenate([jnp.arange(num_samples), jnp.arange(num_samples)])
+    signs = jnp.concatenate([jnp.ones(num_samples, lower.dtype), -jnp.ones(num_samples, lower.dtype)])
+    x_best, value_best = jax.vmap(search)(indices, signs)
+    return SampleExtrema(x_best[:num_samples], value_best[:num_samples], x_best[num_samples:], value_best[num_samples:])

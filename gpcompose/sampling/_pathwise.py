@@ -104,9 +104,8 @@ def pathwise(
         features = eqx.filter_vmap(lambda k: random_features(posterior.kernel, k, num_features, dimension))(keys)
         train_features = jax.vmap(lambda f: f(observations.inputs))(features)
     prior_weights = jax.random.normal(weight_key, (num_samples, num_features), dtype)
-    noise = jnp.sqrt(observations.noise_variance) * jax.random.normal(
-        noise_key, (num_samples, observations.capacity), dtype
-    )
+    standard_noise = jax.random.normal(noise_key, (num_samples, observations.capacity), dtype)
+    noise = jnp.sqrt(observations.noise_variance)[None, :] * standard_noise
     prior_at_data = jnp.einsum("mcf,mf->mc", train_features, prior_weights)
     residual = centred_targets(posterior.mean, observations)[None, :] - prior_at_data - noise
     residual = jnp.where(observations.mask[None, :], residual, 0.0)
