@@ -14,18 +14,21 @@ def _log1mexp(a: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
 
 
 def log_improvement_factor(z: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
-    """log h(z), h(z) = φ(z) + zΦ(z), accurate for every z (the LogEI form of
-    Ament et al. 2023, written from its three-branch idea):
+    """log h(z), h(z) = φ(z) + zΦ(z), accurate for every z (the LogEI idea of
+    Ament et al. 2023: branches that avoid cancellation):
 
     - z > −1: log(φ(z) + zΦ(z)) directly (no cancellation);
-    - −1/√ε < z ≤ −1: h(z) = φ(z)[1 − |z|√(π/2) erfcx(|z|/√2)], so
-      log h = log φ(z) + log1mexp(log(|z| erfcx(|z|/√2)) + ½ log(π/2));
-    - z ≤ −1/√ε: the asymptote h(z) ≈ φ(z)/z² (relative error 3/z² < ε).
+    - z_tail < z ≤ −1: h(z) = φ(z)[1 − |z|√(π/2) erfcx(|z|/√2)], so
+      log h = log φ(z) + log1mexp(log(|z| erfcx(|z|/√2)) + ½ log(π/2)); the bracket is
+      ≈ 1/z², so this loses about ε z² relative accuracy;
+    - z ≤ z_tail: the asymptotic series h(z) = φ(z)/z² (1 − 3/z² + 15/z⁴ − 105/z⁶ + 945/z⁸ − …),
+      whose truncation error is ≈ 10395/z¹⁰. z_tail = −(10395/ε)^{1/12} balances the two
+      (−43.7 in float64, −8.2 in float32).
     """
     z = jnp.asarray(z)
     dtype = z.dtype if jnp.issubdtype(z.dtype, jnp.floating) else jnp.result_type(float)
     z = z.astype(dtype)
-    tail_start = -1.0 / math.sqrt(float(jnp.finfo(dtype).eps))
+    tail_start = -((10395.0 / float(jnp.finfo(dtype).eps)) ** (1.0 / 12.0))
     log_density = -0.5 * z**2 - 0.5 * math.log(2 * math.pi)
     upper = z > -1.0
     tail = z <= tail_start
@@ -37,7 +40,9 @@ def log_improvement_factor(z: Float[ArrayLike, "*shape"]) -> Float[Array, "*shap
         jnp.log(magnitude * erfcx(magnitude / math.sqrt(2.0))) + 0.5 * math.log(math.pi / 2)
     )
     z_tail = jnp.where(tail, z, 2 * tail_start)
-    asymptote = -0.5 * z_tail**2 - 0.5 * math.log(2 * math.pi) - 2.0 * jnp.log(-z_tail)
+    inverse_square = 1.0 / z_tail**2
+    series = inverse_square * (-3.0 + inverse_square * (15.0 + inverse_square * (-105.0 + inverse_square * 945.0)))
+    asymptote = -0.5 * z_tail**2 - 0.5 * math.log(2 * math.pi) - 2.0 * jnp.log(-z_tail) + jnp.log1p(series)
     return jnp.where(upper, direct, jnp.where(tail, asymptote, middle))
 
 

@@ -105,7 +105,9 @@ def maximise_on_box(
     unit = jax.random.uniform(key, (num_candidates, lower.shape[0]), lower.dtype)
     candidates = lower[None, :] + (upper - lower)[None, :] * unit
     if extra_candidates is not None:
-        candidates = jnp.concatenate([candidates, jnp.clip(extra_candidates.astype(lower.dtype), lower[None, :], upper[None, :])])
+        candidates = jnp.concatenate(
+            [candidates, jnp.clip(extra_candidates.astype(lower.dtype), lower[None, :], upper[None, :])]
+        )
     values = jax.vmap(objective)(candidates)
     _, rows = jax.lax.top_k(jnp.where(jnp.isfinite(values), values, -jnp.inf), num_starts)
     return maximise_multistart(
