@@ -1,6 +1,7 @@
 """gpcompose: composable, pure-JAX transforms for Gaussian-process inference."""
 
 from . import acquisition as acquisition
+from . import bo as bo
 from . import bounded as bounded
 from . import gp as gp
 from . import kernels as kernels
