@@ -10,6 +10,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from ..acquisition import (
     BoundedEntropySearchCache,
+    MultistartResult,
     bounded_entropy_search,
     log_expected_improvement,
     log_expected_regret,
@@ -62,7 +63,7 @@ def _uses_square_root(state: BOState) -> bool:
     return options.acquisition in ("bes", "erm") and options.square_root and state.f_plus is not None
 
 
-def _maximise(state: BOState, key, objective, extra) -> Float[Array, " D"]:
+def _maximise(state: BOState, key, objective, extra) -> MultistartResult:
     options = state.options
     unit_lower = jnp.zeros(state.dimension, state.inputs.dtype)
     unit_upper = jnp.ones(state.dimension, state.inputs.dtype)
@@ -75,7 +76,7 @@ def _maximise(state: BOState, key, objective, extra) -> Float[Array, " D"]:
         num_starts=options.num_starts,
         num_steps=options.search_steps,
         extra_candidates=extra,
-    ).x
+    )
 
 
 def _expected_improvement(surrogate: Surrogate, best) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
@@ -104,7 +105,8 @@ def _extrema(state: BOState, surrogate: Surrogate, key, num_samples: int):
 
 def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict]:
     """The next point in the unit cube and diagnostics (`accepted`: the number of accepted
-    samples for BES, else −1; `num_clamped`: SRGP observations above c)."""
+    samples for BES, else −1; `bes_value`: the BES maximum, NaN for other acquisitions;
+    `num_clamped`: SRGP observations above c)."""
     options = state.options
     fit_key, sample_key, search_key = split_key(key, 3)
     location, scale = standardisation(state)
@@ -116,9 +118,10 @@ def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict
     observed = state.inputs
     num_clamped = getattr(surrogate.posterior, "num_clamped", jnp.zeros((), jnp.int32))
     num_accepted = jnp.asarray(-1, jnp.int32)
+    bes_value = jnp.asarray(jnp.nan, y.dtype)
     kind = options.acquisition
     if kind == "ei":
-        x = _maximise(state, search_key, _expected_improvement(surrogate, best), observed)
+        x = _maximise(state, search_key, _expected_improvement(surrogate, best), observed).x
     elif kind == "ucb":
         beta = jnp.log(jnp.maximum(jnp.sum(state.succeeded), 1).astype(y.dtype))  # β_t = log t (predecessor code)
 
@@ -126,7 +129,7 @@ def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict
             mean, variance = surrogate.predict(u[None, :])
             return upper_confidence_bound(mean[0], variance[0], beta)
 
-        x = _maximise(state, search_key, objective, observed)
+        x = _maximise(state, search_key, objective, observed).x
     elif kind == "mes":
         extrema = _extrema(state, surrogate, sample_key, options.num_samples)
 
@@ -134,7 +137,7 @@ def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict
             mean, variance = surrogate.predict(u[None, :])
             return max_value_entropy_search(mean[0], variance[0], extrema.value_max)
 
-        x = _maximise(state, search_key, objective, jnp.concatenate([observed, extrema.x_max]))
+        x = _maximise(state, search_key, objective, jnp.concatenate([observed, extrema.x_max])).x
     elif kind == "ts":
         x = _extrema(state, surrogate, sample_key, 1).x_max[0]
     elif kind == "erm":
@@ -144,7 +147,7 @@ def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict
             mean, variance = surrogate.predict(u[None, :])
             return -log_expected_regret(mean[0], variance[0], optimum)
 
-        x = _maximise(state, search_key, objective, observed)
+        x = _maximise(state, search_key, objective, observed).x
     elif kind == "random":
         x = jax.random.uniform(search_key, (state.dimension,), state.inputs.dtype)
     else:  # "bes"
@@ -158,10 +161,17 @@ def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict
             return bounded_entropy_search(cache, surrogate.lookahead_variance(extrema.x_max, u))
 
         candidates = jnp.concatenate([observed, extrema.x_max])
+        found = _maximise(state, search_key, entropy_search, candidates)
+        # Fall back to EI when no sample is accepted (App. C.2) and also [ours] when BES is
+        # nowhere positive: the closed form (1/M) Σ p_x log(p_x/p) is not a full KL and is
+        # ≤ 0 when every g_m⁺ is far from μ(x_m⁺), and then its argmax is a point that
+        # changes nothing (often an already evaluated one).
+        informative = jnp.any(is_accepted) & (found.value > 0)
         x = jax.lax.cond(
-            jnp.any(is_accepted),
-            lambda: _maximise(state, search_key, entropy_search, candidates),
-            lambda: _maximise(state, search_key, _expected_improvement(surrogate, best), observed),
+            informative,
+            lambda: found.x,
+            lambda: _maximise(state, search_key, _expected_improvement(surrogate, best), observed).x,
         )
+        bes_value = found.value
         num_accepted = jnp.sum(is_accepted).astype(jnp.int32)
-    return x, {"accepted": num_accepted, "num_clamped": num_clamped}
+    return x, {"accepted": num_accepted, "num_clamped": num_clamped, "bes_value": bes_value}
