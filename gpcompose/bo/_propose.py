@@ -109,6 +109,10 @@ def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict
     `num_clamped`: SRGP observations above c)."""
     options = state.options
     fit_key, sample_key, search_key = split_key(key, 3)
+    if options.acquisition == "random":
+        no_info = {"accepted": jnp.asarray(-1, jnp.int32), "num_clamped": jnp.zeros((), jnp.int32)}
+        no_info["bes_value"] = jnp.asarray(jnp.nan, state.inputs.dtype)
+        return jax.random.uniform(search_key, (state.dimension,), state.inputs.dtype), no_info
     location, scale = standardisation(state)
     y = jnp.where(state.succeeded, (state.targets - location) / scale, 0.0)
     bounds = standardised_bounds(state, location, scale)
@@ -148,8 +152,6 @@ def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict
             return -log_expected_regret(mean[0], variance[0], optimum)
 
         x = _maximise(state, search_key, objective, observed).x
-    elif kind == "random":
-        x = jax.random.uniform(search_key, (state.dimension,), state.inputs.dtype)
     else:  # "bes"
         extrema = _extrema(state, surrogate, sample_key, options.num_samples)
         weights = log_weights(bounds, extrema)

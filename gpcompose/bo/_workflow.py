@@ -108,7 +108,7 @@ def init(
 def _ask_unit(state: BOState, key: PRNGKeyArray) -> Float[Array, " D"]:
     initial_key, model_key = split_key(key, 2)
     random_point = jax.random.uniform(initial_key, (state.dimension,), state.inputs.dtype)
-    design = jnp.sum(state.succeeded) < state.num_initial
+    design = jnp.sum(state.succeeded, dtype=jnp.int32) < state.num_initial
     return jax.lax.cond(design, lambda: random_point, lambda: propose(state, model_key)[0])
 
 
