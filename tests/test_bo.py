@@ -33,10 +33,11 @@ def test_bes_run_vmapped_over_seeds_equals_loop_and_finds_branin_minimum():
     for index in (0, 1):
         single = bo.run(negative_branin, state, keys[index])
         np.testing.assert_array_equal(batched.succeeded[index], single.succeeded)
-        # Batched and single programs round differently, and the ML-II fit and the Adam
-        # searches carry that into the proposals at the level of their own resolution
-        # (≈1e-4 of the box), not beyond it.
-        np.testing.assert_allclose(batched.inputs[index], single.inputs, atol=1e-3)
+        # Batched and single programs round differently (1e-16); each ML-II fit (BFGS, rtol
+        # 1e-8) and Adam search carries that forward, so the proposals drift apart by about
+        # a factor 10 per iteration (measured: 1e-9 at the first model-based proposal, 1e-4
+        # at the tenth). The first four model-based proposals must agree to 1e-5.
+        np.testing.assert_allclose(batched.inputs[index, :6], single.inputs[:6], atol=1e-5)
     best = np.max(np.asarray(batched.targets), axis=1)
     regret = -best - BRANIN_MINIMUM
     # Random search with 14 points has a median regret of ≈ 2.5 on Branin (1 − (1 − p)^14 over the
