@@ -4,6 +4,8 @@ MES, Thompson sampling and ERM, as ask/tell steps and `maximize`/`minimize` driv
 
 from ._options import BOOptions as BOOptions
 from ._state import BOState as BOState
+from ._surrogate import Surrogate as Surrogate
+from ._surrogate import fit_surrogate as fit_surrogate
 from ._workflow import BOResult as BOResult
 from ._workflow import ask as ask
 from ._workflow import init as init
