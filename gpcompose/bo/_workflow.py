@@ -204,6 +204,7 @@ def maximize(
     num_initial: int | None = None,
     options: BOOptions | None = None,
     callback: Callable[[BOState], None] | None = None,
+    state: BOState | None = None,
 ) -> BOResult:
     """Maximise a black-box `function(x)` (x a NumPy array of shape (d,)) on the box
     [`lower`, `upper`] with `budget` evaluations, using approximate bounds f⁺ ≥ max f and
@@ -213,21 +214,23 @@ def maximize(
     "erm" (needs f⁺) or "random"; it replaces `options.acquisition`. The target is called
     from Python between the jitted `ask` and `tell`; an exception or a NaN is recorded as a
     failed evaluation (with a `RuntimeWarning`) and the run goes on. `callback(state)` is
-    called after every evaluation. See `init` for the other arguments.
+    called after every evaluation (progress, checkpoints with `eqx.tree_serialise_leaves`);
+    pass a saved `state` to resume a run without losing an evaluation. See `init` for the
+    other arguments.
     """
-    options = dataclasses.replace(BOOptions() if options is None else options, acquisition=acquisition)
-    state = init(
-        lower,
-        upper,
-        budget=budget,
-        f_plus=f_plus,
-        f_minus=f_minus,
-        eta_plus=eta_plus,
-        eta_minus=eta_minus,
-        num_initial=num_initial,
-        options=options,
-    )
-    for index in range(budget):
+    if state is None:
+        state = init(
+            lower,
+            upper,
+            budget=budget,
+            f_plus=f_plus,
+            f_minus=f_minus,
+            eta_plus=eta_plus,
+            eta_minus=eta_minus,
+            num_initial=num_initial,
+            options=dataclasses.replace(BOOptions() if options is None else options, acquisition=acquisition),
+        )
+    for index in range(int(state.num_evaluations), state.capacity):
         x = ask(state, jax.random.fold_in(key, index))
         state = tell(state, x, _call_safely(function, np.asarray(x)))
         if callback is not None:
@@ -250,10 +253,11 @@ def minimize(
     num_initial: int | None = None,
     options: BOOptions | None = None,
     callback: Callable[[BOState], None] | None = None,
+    state: BOState | None = None,
 ) -> BOResult:
     """Minimise `function` by maximising −f: the bounds are still f⁺ ≥ max f and
     f⁻ ≤ min f of the original function (f⁻ is the one that matters for minimisation);
-    results are in the original sign."""
+    results are in the original sign. A `state` to resume holds −f (as `maximize` saw it)."""
 
     def negate(value):
         return None if value is None else -np.asarray(value)
@@ -272,5 +276,6 @@ def minimize(
         num_initial=num_initial,
         options=options,
         callback=callback,
+        state=state,
     )
     return BOResult(found.x_best, -found.y_best, found.X, -found.y, found.num_failed)
