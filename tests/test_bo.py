@@ -91,6 +91,24 @@ def test_minimize_records_failures_and_keeps_the_sign():
     assert float(found.y_best) == float(np.min(found.y))
     np.testing.assert_allclose(found.x_best, found.X[int(np.argmin(found.y))])
     assert np.all((np.asarray(found.X) >= BRANIN_LOWER) & (np.asarray(found.X) <= BRANIN_UPPER))
+    # resume from a state saved after five evaluations: the same run, no evaluation lost
+    saved = []
+    calls.clear()
+    with pytest.warns(RuntimeWarning, match="recorded as failed"):
+        bo.minimize(
+            target,
+            BRANIN_LOWER,
+            BRANIN_UPPER,
+            key=jax.random.key(0),
+            budget=8,
+            acquisition="random",
+            callback=lambda state: saved.append(state) if int(state.num_evaluations) == 5 else None,
+        )
+    resumed = bo.minimize(
+        branin, BRANIN_LOWER, BRANIN_UPPER, key=jax.random.key(0), budget=8, acquisition="random", state=saved[0]
+    )
+    assert resumed.num_failed == 2
+    np.testing.assert_allclose(resumed.X, found.X, rtol=1e-12)
 
 
 def test_bad_input_is_rejected():
