@@ -5,8 +5,10 @@ For each function and seed: N_train = `--train-per-dimension`·d uniform points 
 unit cube (inputs scaled to [0, 1]^d, outputs standardised, noise-free), a GP (or the SRGP
 with c = f⁺ + 2η₊) fitted by ML-II (`bo.fit_surrogate`), M = 200 pathwise samples with
 l = 100 random features, their extrema by `sampling.sample_extrema`, and the fraction
-accepted by the per-coordinate 2-sd rule with f⁺ = max f, f⁻ = min f (exact, in
-standardised units) and η₊ = η₋ = 0.5d or 1d (the table header's η, standardised units).
+accepted by the per-coordinate 2-sd rule. The functions are minimisation benchmarks and the
+document maximises, so the sampled function is −f with f⁺ = −min f, f⁻ = −max f (exact, in
+standardised units; the document does not say how it negates) and η₊ = η₋ = 0.5d or 1d (the
+table header's η, standardised units).
 The document does not state N_train; the default 5d is ours. Seeds run vmapped.
 
 Usage:
@@ -59,10 +61,12 @@ def acceptance_ratios(keys, function, eta, num_train, square_root, settings):
     def one(key):
         data_key, sample_key, search_key = jax.random.split(key, 3)
         X = jax.random.uniform(data_key, (num_train, dimension))
-        y = jax.vmap(function)(lower[None, :] + (upper - lower)[None, :] * X)
+        # maximise −f (the document's problems are maximisations): f⁺ = −min f, f⁻ = −max f
+        y = -jax.vmap(function)(lower[None, :] + (upper - lower)[None, :] * X)
         location, scale = jnp.mean(y), jnp.std(y)
         y = (y - location) / scale
-        bounds = bounded.Bounds((function.maximum - location) / scale, (function.minimum - location) / scale, eta, eta)
+        f_plus, f_minus = (-function.minimum - location) / scale, (-function.maximum - location) / scale
+        bounds = bounded.Bounds(f_plus, f_minus, eta, eta)
         offset = bounded.square_root_offset(bounds) if square_root else None
         surrogate = bo.fit_surrogate(X, y, jnp.ones(num_train, bool), offset, 100)
         samples = surrogate.samples(sample_key, num_samples, num_features)
