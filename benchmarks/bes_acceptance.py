@@ -53,7 +53,8 @@ DOCUMENT = {
 
 @eqx.filter_jit
 def acceptance_ratios(keys, function, eta, num_train, square_root, settings):
-    """Fraction of accepted samples for each key (vmapped over seeds)."""
+    """Per key (vmapped over seeds): the fraction of accepted samples, and the fractions
+    whose maximum alone (|g⁺ − f⁺| ≤ 2η₊) and whose minimum alone are within 2 sd."""
     num_samples, num_features, num_candidates, num_starts, num_steps = settings
     lower, upper = jnp.asarray(function.lower), jnp.asarray(function.upper)
     dimension = lower.shape[0]
@@ -80,7 +81,10 @@ def acceptance_ratios(keys, function, eta, num_train, square_root, settings):
             num_starts=num_starts,
             num_steps=num_steps,
         )
-        return jnp.mean(bounded.accepted(bounds, extrema).astype(y.dtype))
+        both = bounded.accepted(bounds, extrema)
+        upper_ok = jnp.abs(extrema.value_max - f_plus) <= 2 * eta
+        lower_ok = jnp.abs(extrema.value_min - f_minus) <= 2 * eta
+        return jnp.stack([jnp.mean(mask.astype(y.dtype)) for mask in (both, upper_ok, lower_ok)])
 
     return jax.vmap(one)(keys)
 
@@ -115,19 +119,25 @@ def main():
                 ratios = acceptance_ratios(
                     keys, function, eta, args.train_per_dimension * dimension, model == "SRGP", settings
                 )
-                ratios = np.asarray(jax.block_until_ready(ratios))
+                ratios, upper_ok, lower_ok = np.asarray(jax.block_until_ready(ratios)).T
                 records.append(
                     {
                         "function": name,
                         "eta_per_dimension": eta_per_dimension,
                         "model": model,
                         "ratios": ratios.tolist(),
+                        "max_within_2sd": upper_ok.tolist(),
+                        "min_within_2sd": lower_ok.tolist(),
                         "mean": float(ratios.mean()),
                         "sd": float(ratios.std()),
                         "seconds": time.time() - tic,
                     }
                 )
-                print(f"{name} η={eta_per_dimension}d {model}: {ratios.mean():.2f} ({ratios.std():.2f})", flush=True)
+                print(
+                    f"{name} η={eta_per_dimension}d {model}: {ratios.mean():.2f} ({ratios.std():.2f}); "
+                    f"max within 2 sd {upper_ok.mean():.2f}, min within 2 sd {lower_ok.mean():.2f}",
+                    flush=True,
+                )
     total = time.time() - start
     output = Path(args.output_dir)
     output.mkdir(parents=True, exist_ok=True)
