@@ -2,7 +2,9 @@
 
 from . import aaci as aaci
 from . import acquisition as acquisition
+from . import bo as bo
 from . import boosting as boosting
+from . import bounded as bounded
 from . import bvbmc as bvbmc
 from . import gp as gp
 from . import kernels as kernels
@@ -12,6 +14,7 @@ from . import mixtures as mixtures
 from . import parameters as parameters
 from . import priors as priors
 from . import quadrature as quadrature
+from . import sampling as sampling
 from . import sparse as sparse
 from . import svbmc as svbmc
 from . import svgd as svgd

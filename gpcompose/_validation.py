@@ -6,6 +6,7 @@ works inside `jit` and names the offending batch element under `vmap`.
 """
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
@@ -55,3 +56,19 @@ def require_positive(array: Array, name: str) -> Array:
     """`array`, with a runtime error unless every entry is finite and > 0."""
     bad = ~jnp.all(jnp.isfinite(array) & (array > 0))
     return eqx.error_if(array, bad, f"`{name}` must be finite and strictly positive.")
+
+
+def check_box(lower: Float[ArrayLike, " D"], upper: Float[ArrayLike, " D"]) -> tuple[Array, Array]:
+    """`lower`, `upper` as floating `(D,)` arrays of one dtype, with lower < upper in every
+    coordinate: a `ValueError` when the values are concrete, `eqx.error_if` under jit."""
+    lower = jnp.asarray(lower)
+    dtype = lower.dtype if jnp.issubdtype(lower.dtype, jnp.floating) else jnp.result_type(float)
+    lower = lower.astype(dtype)
+    if lower.ndim != 1:
+        raise ValueError(f"`lower` must have shape (dimension,), got shape {lower.shape}.")
+    upper = check_point(jnp.asarray(upper, dtype), "upper", lower.shape[0])
+    ordered = jnp.all(lower < upper)
+    if not isinstance(ordered, jax.core.Tracer) and not bool(ordered):
+        raise ValueError(f"`lower` must be < `upper` in every coordinate, got lower={lower}, upper={upper}.")
+    lower = eqx.error_if(lower, ~ordered, "`lower` must be < `upper` in every coordinate.")
+    return lower, upper

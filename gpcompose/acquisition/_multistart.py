@@ -4,7 +4,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optax
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+
+from .._validation import check_box
 
 
 class MultistartResult(eqx.Module):
@@ -79,3 +81,41 @@ def maximise_multistart(
     start_x, start_values = jax.vmap(search)(starts)
     best = jnp.argmax(start_values)
     return MultistartResult(start_x[best], start_values[best], start_x, start_values)
+
+
+def maximise_on_box(
+    key: PRNGKeyArray,
+    objective: Callable[[Float[Array, " D"]], Float[Array, ""]],
+    lower: Float[ArrayLike, " D"],
+    upper: Float[ArrayLike, " D"],
+    *,
+    num_candidates: int = 1000,
+    num_starts: int = 5,
+    num_steps: int = 50,
+    learning_rate: float = 0.05,
+    extra_candidates: Float[Array, "E D"] | None = None,
+) -> MultistartResult:
+    """Maximise `objective` on the box [`lower`, `upper`]: evaluate it (vmapped) on
+    `num_candidates` uniform points plus any `extra_candidates`, and start
+    `maximise_multistart` (steps in units of the box width, iterates clipped to the box)
+    from the `num_starts` best."""
+    lower, upper = check_box(lower, upper)
+    if num_starts > num_candidates:
+        raise ValueError(f"`num_starts` ({num_starts}) must not exceed `num_candidates` ({num_candidates}).")
+    unit = jax.random.uniform(key, (num_candidates, lower.shape[0]), lower.dtype)
+    candidates = lower[None, :] + (upper - lower)[None, :] * unit
+    if extra_candidates is not None:
+        candidates = jnp.concatenate(
+            [candidates, jnp.clip(extra_candidates.astype(lower.dtype), lower[None, :], upper[None, :])]
+        )
+    values = jax.vmap(objective)(candidates)
+    _, rows = jax.lax.top_k(jnp.where(jnp.isfinite(values), values, -jnp.inf), num_starts)
+    return maximise_multistart(
+        objective,
+        candidates[rows],
+        scale=upper - lower,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        lower=lower,
+        upper=upper,
+    )

@@ -6,6 +6,8 @@ from ._lotka_volterra import LotkaVolterra as LotkaVolterra
 from ._lotka_volterra import LotkaVolterraReference as LotkaVolterraReference
 from ._lotka_volterra import load_lotka_volterra as load_lotka_volterra
 from ._lotka_volterra import load_lotka_volterra_reference as load_lotka_volterra_reference
+from ._optimisation_functions import OptimisationFunction as OptimisationFunction
+from ._optimisation_functions import optimisation_functions as optimisation_functions
 from ._rosenbrock_gaussian import RosenbrockGaussian as RosenbrockGaussian
 from ._slice_sampling import slice_sampling_evaluations as slice_sampling_evaluations
 from ._timing import Timing as Timing

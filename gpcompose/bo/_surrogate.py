@@ -1,0 +1,113 @@
+"""The BO surrogate: a GP on the standardised outputs, or the square-root GP on them,
+with SE-ARD hyperparameters refitted by ML-II (with weak priors) at every iteration."""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
+
+from .. import gp
+from .._maximise import maximise
+from ..bounded import (
+    SquareRootPosterior,
+    condition_square_root,
+    predict_linearised,
+    square_root_lookahead_variance,
+    square_root_pathwise,
+)
+from ..bounded._square_root import default_root_mean, square_root_targets
+from ..kernels import SquaredExponential
+from ..means import AbstractMean, Zero
+from ..parameters import Positive
+from ..priors import LogNormal
+from ..sampling import AbstractSamples, pathwise
+
+INITIAL_LENGTHSCALE = 0.3  # [ours] on the unit cube
+INITIAL_NOISE = 1e-3  # [ours] standardised units
+
+
+class Surrogate(eqx.Module):
+    """A fitted exact GP or square-root GP with its noise variance, seen through one
+    interface: `predict` (latent mean and variance of f; linearised for the SRGP),
+    `lookahead_variance` (after adding a point) and `samples` (pathwise)."""
+
+    posterior: gp.ExactPosterior | SquareRootPosterior
+    noise_variance: Float[Array, ""]
+
+    def predict(self, X: Float[Array, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
+        if isinstance(self.posterior, SquareRootPosterior):
+            return predict_linearised(self.posterior, X)
+        return gp.predict(self.posterior, X)
+
+    def lookahead_variance(self, X_query: Float[Array, "Q D"], x: Float[Array, " D"]) -> Float[Array, " Q"]:
+        if isinstance(self.posterior, SquareRootPosterior):
+            return square_root_lookahead_variance(self.posterior, X_query, x, self.noise_variance)
+        return gp.lookahead_variance(self.posterior, X_query, x, self.noise_variance)
+
+    def samples(self, key: PRNGKeyArray, num_samples: int, num_features: int) -> AbstractSamples:
+        if isinstance(self.posterior, SquareRootPosterior):
+            return square_root_pathwise(key, self.posterior, num_samples, num_features)
+        return pathwise(key, self.posterior, num_samples, num_features)
+
+
+def _initial_parameters(dimension: int, variance: Float[Array, ""]) -> dict:
+    """SE-ARD kernel and noise with weak log-normal priors (one e-fold in lengthscale and
+    variance, two in noise) [ours], so that ML-II on a handful of points stays sane."""
+    dtype = variance.dtype
+    lengthscale = jnp.full((dimension,), INITIAL_LENGTHSCALE, dtype)
+    kernel = SquaredExponential(
+        lengthscale=Positive(lengthscale, prior=LogNormal(jnp.log(lengthscale), jnp.ones((), dtype))),
+        variance=Positive(variance, prior=LogNormal(jnp.log(variance), jnp.ones((), dtype))),
+    )
+    noise = Positive(
+        jnp.asarray(INITIAL_NOISE, dtype),
+        minimum=1e-6,
+        prior=LogNormal(jnp.asarray(math.log(INITIAL_NOISE), dtype), jnp.asarray(2.0, dtype)),
+    )
+    return {"kernel": kernel, "noise": noise}
+
+
+def _log_marginal_likelihood(parameters: dict, data) -> Float[Array, ""]:
+    X, targets, mask, mean = data
+    posterior = gp.condition(parameters["kernel"], mean, X, targets, parameters["noise"], mask=mask)
+    return gp.log_marginal_likelihood(posterior)
+
+
+def _all_finite(tree) -> Bool[Array, ""]:
+    leaves = jax.tree_util.tree_leaves(eqx.filter(tree, eqx.is_inexact_array))
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
+
+
+def fit_surrogate(
+    X: Float[Array, "C D"],
+    y: Float[Array, " C"],
+    mask: Bool[Array, " C"],
+    offset: Float[Array, ""] | None,
+    fit_steps: int,
+) -> Surrogate:
+    """ML-II fit (optimistix BFGS through `maximise`) of a GP to standardised outputs `y`
+    (zero prior mean), or with an `offset` c to h = √(2(c − y)) for the square-root GP
+    (prior mean √(2c), Alg. 1). A fit that ends non-finite keeps the initial values."""
+    mean: AbstractMean
+    count = jnp.maximum(jnp.sum(mask), 1).astype(X.dtype)
+    if offset is None:
+        targets, mean = y, Zero()
+        variance = jnp.ones((), X.dtype)
+    else:
+        targets, _ = square_root_targets(y, offset, mask)
+        mean = default_root_mean(offset)
+        spread = jnp.sum(jnp.where(mask, (targets - mean.constant.value) ** 2, 0.0)) / count
+        variance = jnp.maximum(spread, 0.05)
+    initial = _initial_parameters(X.shape[1], variance)
+    data = (X, targets, mask, mean)
+    fit = maximise(_log_marginal_likelihood, initial, data, max_steps=fit_steps, scale=count)
+    good = jnp.isfinite(fit.value) & _all_finite(fit.params)
+    parameters = jax.tree_util.tree_map(lambda new, old: jnp.where(good, new, old), fit.params, initial)
+    noise_variance = parameters["noise"].value
+    if offset is None:
+        posterior = gp.condition(parameters["kernel"], mean, X, targets, noise_variance, mask=mask)
+    else:
+        posterior = condition_square_root(parameters["kernel"], X, y, noise_variance, offset, mask=mask)
+    return Surrogate(posterior, noise_variance)
