@@ -10,6 +10,7 @@ from . import parameters as parameters
 from . import priors as priors
 from . import quadrature as quadrature
 from . import sparse as sparse
+from . import steingp as steingp
 from . import svbmc as svbmc
 from . import svgd as svgd
 from . import transforms as transforms
