@@ -34,7 +34,8 @@ class SteinGP(eqx.Module):
         model = gpcompose.steingp.make_model(X, y, kernel=kernel, likelihood=likelihood)
         algorithm = gpcompose.steingp.SteinGP(model)
         state = algorithm.init(key, num_particles=20)
-        state, info = gpcompose.run(algorithm, state, key, 1000)   # or a hand-written loop
+        state, info = gpcompose.run(algorithm, state, key, 1000)
+        # or by hand: step = eqx.filter_jit(algorithm.step), then state, info = step(state, key)
         result = algorithm.result(state, info)
         mean, variance = result.predict(X_new)
         ```

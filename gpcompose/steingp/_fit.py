@@ -1,4 +1,5 @@
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 from jaxtyping import ArrayLike, Float, PRNGKeyArray
@@ -59,9 +60,10 @@ def make_model(
     if isinstance(likelihood, Bernoulli) and not np.all((y == 0) | (y == 1)):
         raise ValueError("`y` must hold labels in {0, 1} for a Bernoulli likelihood.")
     kernel, likelihood = with_default_priors((kernel, likelihood))
+    X, y = jnp.asarray(X), jnp.asarray(y)
     if inducing_points is not None:
-        inducing_points = _finite_matrix(inducing_points, "inducing_points", X.shape[1]).astype(X.dtype)
-        return SparseWhitenedModel(kernel, likelihood, X, y, inducing_points)
+        inducing_points = _finite_matrix(inducing_points, "inducing_points", X.shape[1])
+        return SparseWhitenedModel(kernel, likelihood, X, y, jnp.asarray(inducing_points, X.dtype))
     if isinstance(likelihood, Gaussian):
         return ConjugateModel(kernel, likelihood, X, y)
     return WhitenedModel(kernel, likelihood, X, y)

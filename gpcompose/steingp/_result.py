@@ -24,7 +24,7 @@ def mixture_moments(
     quantity without the cancellation.
     """
     mean = jnp.mean(means, axis=0)
-    return mean, jnp.mean(variances + (means - mean) ** 2, axis=0)
+    return mean, jnp.mean(variances + (means - mean[None, :]) ** 2, axis=0)
 
 
 class SteinGPResult(eqx.Module):
