@@ -81,6 +81,7 @@ class SteinGP(eqx.Module):
         batch_indices = jax.random.randint(key, (self.batch_size,), 0, self.model.num_data)
         return self.svgd.step(state, key, batch_indices)
 
-    def result(self, state: SVGDState, info: SVGDInfo) -> SteinGPResult:
-        """The particles of `state` with their predictive; `info` as returned by `gpcompose.run`."""
+    def result(self, state: SVGDState, info: SVGDInfo | None = None) -> SteinGPResult:
+        """The particles of `state` with their predictive; `info` as returned by `gpcompose.run`
+        (optional)."""
         return SteinGPResult(self.model, state.particles, info)

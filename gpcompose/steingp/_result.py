@@ -33,7 +33,8 @@ class SteinGPResult(eqx.Module):
     - `model`: the target (data, kernel and likelihood with their priors).
     - `particles`: a `SteinGPParticle` with a leading axis J on every leaf (unconstrained
       hyperparameters and whitened latents).
-    - `info`: the `SVGDInfo` of every step, stacked (KSD², bandwidth, finite flags).
+    - `info`: the `SVGDInfo` of every step, stacked (KSD², bandwidth, finite flags), or
+      None when the result was built without it.
 
     `components` gives the kernels and likelihoods of all particles (read constrained
     values with `.value`, e.g. `result.components[0].lengthscale.value`, shape `(J,)`).
@@ -41,7 +42,7 @@ class SteinGPResult(eqx.Module):
 
     model: AbstractSteinGPModel
     particles: SteinGPParticle
-    info: SVGDInfo
+    info: SVGDInfo | None
 
     @property
     def num_particles(self) -> int:
