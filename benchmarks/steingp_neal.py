@@ -39,6 +39,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import gpcompose  # noqa: E402
 from gpcompose.kernels import SquaredExponential  # noqa: E402
 from gpcompose.likelihoods import Gaussian  # noqa: E402
+from gpcompose.parameters import Positive  # noqa: E402
 
 # SteinGP Table 4 (100 held-out points); "log posterior density" as printed.
 DOCUMENT = {
@@ -91,6 +92,58 @@ def ml2_baseline(X, y, X_test, y_test):
     }
 
 
+def reference_lengthscale_marginal(X, y, num_lengthscales=60, num_signal=40, num_noise=30):
+    """The exact posterior marginal of log10 ℓ on a grid, for comparison with the particles.
+
+    The log posterior over (log ℓ, log α², log σ²) is log N(y; 0, K + σ²I) + Σ log Gamma(θ; 1, 2)
+    + Σ log θ (the Jacobian of the log coordinates; the 10⁻⁶ offset of the constraint is
+    ignored); it is summed over the α² and σ² axes of the grid by log-sum-exp and normalised
+    as a density over log10 ℓ.
+    """
+    log_lengthscales = np.linspace(np.log(0.2), np.log(3.0), num_lengthscales)
+    log_signal = np.linspace(np.log(0.05), np.log(30.0), num_signal)
+    log_noise = np.linspace(np.log(0.005), np.log(0.5), num_noise)
+    grid = np.stack(np.meshgrid(log_lengthscales, log_signal, log_noise, indexing="ij"), axis=-1).reshape(-1, 3)
+    inputs, targets = jnp.asarray(X), jnp.asarray(y)
+
+    def log_posterior(log_theta):
+        theta = jnp.exp(log_theta)
+        kernel = SquaredExponential(lengthscale=theta[0], variance=theta[1])
+        posterior = gpcompose.gp.condition(kernel, gpcompose.means.Zero(), inputs, targets, theta[2])
+        log_prior = jnp.sum(-jnp.log(2.0) - theta / 2 + log_theta)
+        return gpcompose.gp.log_marginal_likelihood(posterior) + log_prior
+
+    values = jax.jit(lambda g: jax.lax.map(log_posterior, g, batch_size=500))(jnp.asarray(grid))
+    values = np.asarray(values).reshape(num_lengthscales, num_signal, num_noise)
+    log_marginal = np.logaddexp.reduce(values.reshape(num_lengthscales, -1), axis=1)
+    log10_lengthscales = log_lengthscales / np.log(10)
+    density = np.exp(log_marginal - log_marginal.max())
+    density /= np.trapezoid(density, log10_lengthscales)
+    return log10_lengthscales, density
+
+
+def result_from_record(X, y, record):
+    """A `SteinGPResult` rebuilt from the constrained hyperparameters stored in a JSON record
+    (the conjugate model's particles are its hyperparameters only)."""
+    model = gpcompose.steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
+
+    def parameter(values):
+        return Positive(np.asarray(values), minimum=1e-6, prior=model.kernel.lengthscale.prior)
+
+    kernel = SquaredExponential(
+        lengthscale=parameter(record["lengthscale"]), variance=parameter(np.square(record["signal_sd"]))
+    )
+    likelihood = Gaussian(variance=parameter(np.square(record["noise_sd"])))
+    hyperparameters, _ = gpcompose.parameters.partition((kernel, likelihood))
+    return gpcompose.steingp.SteinGPResult(model, gpcompose.steingp.SteinGPParticle(hyperparameters, None), None)
+
+
+def predictive_on_grid(result):
+    grid = np.linspace(-3, 3, 200)
+    mean, variance = result.predict(grid[:, None])
+    return {"inputs": grid.tolist(), "mean": np.asarray(mean).tolist(), "sd": np.sqrt(variance).tolist()}
+
+
 def largest_gap_split(values):
     """Split sorted log-values at their largest gap: (gap, lower cluster, upper cluster)."""
     logs = np.sort(np.log(values))
@@ -133,12 +186,14 @@ def run_seed(X, y, X_test, y_test, seed, num_particles, num_steps, optimizer):
     }, result
 
 
-def plot(path, X, y, X_test, y_test, results, result):
+def plot(path, X, y, X_test, y_test, results, predictive, reference):
     figure, axes = plt.subplots(1, 3, figsize=(15, 4))
     all_lengthscales = np.concatenate([r["lengthscale"] for r in results])
-    axes[0].hist(np.log10(all_lengthscales), bins=30, color="C0")
-    axes[0].set_xlabel("log10 lengthscale ℓ (particles, all seeds)")
-    axes[0].set_ylabel("count")
+    axes[0].hist(np.log10(all_lengthscales), bins=30, density=True, color="C0", label="particles (all seeds)")
+    axes[0].plot(reference[0], reference[1], "k", label="exact marginal (grid)")
+    axes[0].set_xlabel("log10 lengthscale ℓ")
+    axes[0].set_ylabel("density")
+    axes[0].legend(fontsize=7)
     axes[0].set_title("SteinGP lengthscale marginal")
     for r in results:
         axes[1].scatter(r["lengthscale"], r["signal_sd"], s=15, label=f"seed {r['seed']}")
@@ -147,13 +202,11 @@ def plot(path, X, y, X_test, y_test, results, result):
     axes[1].set_xlabel("lengthscale ℓ")
     axes[1].set_ylabel("signal sd α")
     axes[1].legend(fontsize=7)
-    grid = np.linspace(-3, 3, 200)[:, None]
-    mean, variance = result.predict(grid)
-    sd = np.sqrt(np.asarray(variance))
+    grid, mean, sd = (np.asarray(predictive[key]) for key in ("inputs", "mean", "sd"))
     axes[2].plot(X[:, 0], y, "k.", ms=3, label="train")
     axes[2].plot(X_test[:, 0], y_test, "r.", ms=3, label="test")
-    axes[2].plot(grid[:, 0], mean, "C0", label="mixture mean")
-    axes[2].fill_between(grid[:, 0], mean - 2 * sd, mean + 2 * sd, color="C0", alpha=0.2, label="±2 sd")
+    axes[2].plot(grid, mean, "C0", label="mixture mean")
+    axes[2].fill_between(grid, mean - 2 * sd, mean + 2 * sd, color="C0", alpha=0.2, label="±2 sd")
     axes[2].set_ylim(-2, 4)
     axes[2].legend(fontsize=7)
     axes[2].set_title(f"predictive (seed {results[0]['seed']})")
@@ -171,9 +224,25 @@ def main():
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--replot", action="store_true", help="re-plot the existing JSON (no fits)")
     args = parser.parse_args()
     if args.quick:
         args.num_steps, args.seeds = 20, 1
+    name = "steingp_neal" + ("_quick" if args.quick else "")
+    json_path = os.path.join(args.output_dir, name + ".json")
+    if args.replot:
+        with open(json_path) as file:
+            record = json.load(file)
+        coefficient = record["arguments"]["coefficient"]
+        X, y, X_test, y_test = load_data(record["arguments"]["data_dir"], coefficient, seed=0)
+        reference = reference_lengthscale_marginal(X, y)
+        record["predictive_first_seed"] = predictive_on_grid(result_from_record(X, y, record["steingp"][0]))
+        record["reference_log10_lengthscale_marginal"] = [r.tolist() for r in reference]
+        with open(json_path, "w") as file:
+            json.dump(record, file, indent=1)
+        path = os.path.join(args.output_dir, name + ".png")
+        plot(path, X, y, X_test, y_test, record["steingp"], record["predictive_first_seed"], reference)
+        return
     X, y, X_test, y_test = load_data(args.data_dir, args.coefficient, seed=0)
     # one optimizer object for every seed, so that the compiled run is reused after the first seed
     optimizer = optax.adam(args.learning_rate)
@@ -181,7 +250,7 @@ def main():
     for seed in range(args.seeds):
         summary, result = run_seed(X, y, X_test, y_test, seed, args.num_particles, args.num_steps, optimizer)
         results.append(summary)
-        first_result = first_result or result
+        first_result = result if first_result is None else first_result
         print(
             f"seed {seed}: RMSE {summary['rmse']:.3f}, test log density {summary['log_density']:.2f}, "
             f"clusters {summary['clusters']}, {summary['wall_s']:.1f} s",
@@ -189,8 +258,9 @@ def main():
         )
     baseline = ml2_baseline(X, y, X_test, y_test)
     os.makedirs(args.output_dir, exist_ok=True)
-    name = "steingp_neal" + ("_quick" if args.quick else "")
-    plot(os.path.join(args.output_dir, name + ".png"), X, y, X_test, y_test, results, first_result)
+    predictive = predictive_on_grid(first_result)
+    reference = reference_lengthscale_marginal(X, y)
+    plot(os.path.join(args.output_dir, name + ".png"), X, y, X_test, y_test, results, predictive, reference)
     rmse = np.array([r["rmse"] for r in results])
     log_density = np.array([r["log_density"] for r in results])
     record = {
@@ -201,8 +271,10 @@ def main():
         "steingp": results,
         "ml2": baseline,
         "document": DOCUMENT,
+        "predictive_first_seed": predictive,
+        "reference_log10_lengthscale_marginal": [r.tolist() for r in reference],
     }
-    with open(os.path.join(args.output_dir, name + ".json"), "w") as file:
+    with open(json_path, "w") as file:
         json.dump(record, file, indent=1)
     walls = [r["wall_s"] for r in results]
     compiled = f", {np.mean(walls[1:]):.1f} compiled" if len(walls) > 1 else ""
