@@ -282,27 +282,23 @@ def test_one_particle_ascends_to_the_map_hyperparameters(data, getkey):
         np.testing.assert_allclose(fitted.value[0], reference.value, rtol=1e-4)
 
 
-def test_steingp_step_compiles_once(sparse_classifier, getkey):
+def test_step_compiles_once_and_vmap_over_seeds_equals_a_python_loop(sparse_classifier):
     algorithm = steingp.SteinGP(sparse_classifier, batch_size=4)
-    step = eqx.filter_jit(eqx.debug.assert_max_traces(algorithm.step, max_traces=1))
-    state = algorithm.init(getkey(), 3)
-    state, _ = step(state, getkey())
-    state, info = step(state, getkey())
-    assert int(state.num_steps) == 2 and bool(info.finite)
+    compiled_step = eqx.filter_jit(eqx.debug.assert_max_traces(algorithm.step, max_traces=1))
 
-
-def test_vmap_over_seeds_equals_a_python_loop(sparse_classifier):
-    algorithm = steingp.SteinGP(sparse_classifier, batch_size=4)
-
-    def run_from_seed(key):
-        initial_key, run_key = jax.random.split(key)
-        state, info = gpcompose.run(algorithm, algorithm.init(initial_key, 3), run_key, 5)
-        return ravel_pytree(state.particles)[0], info.squared_kernel_stein_discrepancy
+    def two_steps(key, step):
+        initial_key, first_key, second_key = jax.random.split(key, 3)
+        state, _ = step(algorithm.init(initial_key, 3), first_key)
+        state, info = step(state, second_key)
+        return ravel_pytree(state.particles)[0], info.squared_kernel_stein_discrepancy, state.num_steps
 
     keys = jax.random.split(jax.random.key(7), 2)
-    batched_particles, batched_discrepancy = jax.jit(jax.vmap(run_from_seed))(keys)
-    for index, key in enumerate(keys):
-        particles, discrepancy = run_from_seed(key)
+    batched_particles, batched_discrepancy, _ = eqx.filter_jit(jax.vmap(lambda key: two_steps(key, algorithm.step)))(
+        keys
+    )
+    for index, key in enumerate(keys):  # four calls of the compiled step, one trace
+        particles, discrepancy, num_steps = two_steps(key, compiled_step)
+        assert int(num_steps) == 2
         np.testing.assert_allclose(batched_particles[index], particles, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(batched_discrepancy[index], discrepancy, rtol=1e-10)
 
