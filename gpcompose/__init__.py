@@ -16,6 +16,7 @@ from . import priors as priors
 from . import quadrature as quadrature
 from . import sampling as sampling
 from . import sparse as sparse
+from . import steingp as steingp
 from . import svbmc as svbmc
 from . import svgd as svgd
 from . import transforms as transforms

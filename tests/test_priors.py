@@ -171,3 +171,9 @@ def test_prior_without_jacobian_is_not_normalised_in_u():
         lambda u: float(density_without_jacobian(jnp.asarray(u))), -40.0, 40.0, limit=500
     )
     assert abs(integral - 1.0) > 0.1
+
+
+@pytest.mark.parametrize("shape, scale", [(0.0, 2.0), (1.0, -2.0), (-1.0, 1.0)])
+def test_gamma_rejects_non_positive_shape_or_scale(shape, scale):
+    with pytest.raises(ValueError, match="shape|scale"):
+        Gamma(shape, scale)

@@ -6,6 +6,7 @@ exposes its decomposition C e^{g f} φ(h²) for augmented conjugate inference (`
 
 from ._base import AbstractLikelihood as AbstractLikelihood
 from ._bayesian_svm import BayesianSVM as BayesianSVM
+from ._bernoulli import Bernoulli as Bernoulli
 from ._gaussian import Gaussian as Gaussian
 from ._laplace import Laplace as Laplace
 from ._logistic import Logistic as Logistic

@@ -1,6 +1,7 @@
 import math
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
@@ -40,3 +41,26 @@ class Gaussian(AbstractSuperGaussianLikelihood):
 
     def observation_variance(self) -> Float[Array, ""]:
         return self.variance.value
+
+    def expected_log_prob(
+        self, y: Float[ArrayLike, "*batch"], mean: Float[ArrayLike, "*batch"], variance: Float[ArrayLike, "*batch"]
+    ) -> Float[Array, "*batch"]:
+        """E_{N(f; m, v)}[log N(y; f, σ²)] = log N(y; m, σ²) − v/(2σ²)."""
+        return self.log_prob(y, mean) - 0.5 * jnp.asarray(variance) / self.variance.value
+
+    def log_predictive_density(
+        self, y: Float[ArrayLike, "*batch"], mean: Float[ArrayLike, "*batch"], variance: Float[ArrayLike, "*batch"]
+    ) -> Float[Array, "*batch"]:
+        """log N(y; m, v + σ²)."""
+        total = jnp.asarray(variance) + self.variance.value
+        return -0.5 * (jnp.log(2 * jnp.pi * total) + (jnp.asarray(y) - jnp.asarray(mean)) ** 2 / total)
+
+    def predictive_moments(
+        self, mean: Float[ArrayLike, "*batch"], variance: Float[ArrayLike, "*batch"]
+    ) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
+        """(m, v + σ²)."""
+        return jnp.asarray(mean), jnp.asarray(variance) + self.variance.value
+
+    def sample(self, key: PRNGKeyArray, f: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        f = jnp.asarray(f)
+        return f + jnp.sqrt(self.variance.value) * jax.random.normal(key, f.shape, f.dtype)

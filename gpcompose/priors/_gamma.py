@@ -1,4 +1,5 @@
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 from jaxtyping import Array, ArrayLike, Float
@@ -15,6 +16,12 @@ class Gamma(AbstractPrior):
 
     shape: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
     scale: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
+
+    def __check_init__(self):
+        for name in ("shape", "scale"):
+            value = getattr(self, name)
+            if not isinstance(value, jax.core.Tracer) and not bool(jnp.all(value > 0)):
+                raise ValueError(f"Gamma `{name}` must be > 0, got {value}.")
 
     def log_prob(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
         value = jnp.asarray(value)
