@@ -2,7 +2,6 @@
 `run`, and the `maximize`/`minimize` drivers for black-box (Python) targets."""
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 
 import equinox as eqx
@@ -11,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from .._black_box import call_black_box
 from .._jit import public_jit
 from .._validation import check_box
 from ._options import BOOptions
@@ -178,17 +178,6 @@ def result(state: BOState) -> BOResult:
     return BOResult(X[best], y[best], X, y, num_failed)
 
 
-def _call_safely(function, x) -> float:
-    try:
-        value = float(np.asarray(function(x)))
-    except Exception as error:  # a failing target must not end the run (DESIGN.md, Errors)
-        warnings.warn(f"bo: the target raised {error!r} at x = {x}; recorded as failed.", RuntimeWarning, stacklevel=3)
-        return float("nan")
-    if not np.isfinite(value):
-        warnings.warn(f"bo: the target returned {value} at x = {x}; recorded as failed.", RuntimeWarning, stacklevel=3)
-    return value
-
-
 def maximize(
     function: Callable,
     lower: Float[ArrayLike, " D"],
@@ -232,7 +221,7 @@ def maximize(
         )
     for index in range(int(state.num_evaluations), state.capacity):
         x = ask(state, jax.random.fold_in(key, index))
-        state = tell(state, x, _call_safely(function, np.asarray(x)))
+        state = tell(state, x, call_black_box(function, np.asarray(x), description="bo: the target"))
         if callback is not None:
             callback(state)
     return result(state)

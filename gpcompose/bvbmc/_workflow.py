@@ -12,6 +12,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from .. import gp
+from .._black_box import call_black_box
 from .._jit import public_jit
 from ..acquisition import LOG_BMC_ACQUISITIONS, log_variance_regulariser, maximise_multistart
 from ..boosting import Boosting
@@ -305,15 +306,6 @@ def result(state: BVBMCState) -> BVBMCResult:
     return BVBMCResult(state.boosting.mixture, elbo_mean, elbo_sd, state.boosting.posterior, X, y, num_failed)
 
 
-def _call_safely(log_density, x) -> float:
-    try:
-        value = float(np.asarray(log_density(x)))
-    except Exception as error:  # a failing target must not end the run (DESIGN.md, Errors)
-        warnings.warn(f"bvbmc.fit: log_density raised {error!r} at x = {x}; recorded as failed.", RuntimeWarning)
-        return float("nan")
-    return value
-
-
 def fit(
     log_density: Callable,
     X0: Float[ArrayLike, "N D"],
@@ -345,7 +337,7 @@ def fit(
         X0 = np.asarray(X0)
         if X0.ndim != 2:
             raise ValueError(f"`X0` must have shape (num_points, dimension), got shape {X0.shape}.")
-        y0 = np.array([_call_safely(log_density, x) for x in X0])
+        y0 = np.array([call_black_box(log_density, x, description="bvbmc.fit: log_density") for x in X0])
         options = BVBMCOptions() if options is None else options
         options = dataclasses.replace(options, acquisitions=tuple(acquisitions))
         state = init(
@@ -360,7 +352,7 @@ def fit(
         )
     while int(state.num_evaluations) < state.options.budget:
         x = ask(state, jax.random.fold_in(loop_key, int(state.num_evaluations)))
-        state = tell(state, x, _call_safely(log_density, np.asarray(x)))
+        state = tell(state, x, call_black_box(log_density, np.asarray(x), description="bvbmc.fit: log_density"))
         if callback is not None:
             callback(state)
     return result(state)

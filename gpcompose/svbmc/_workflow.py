@@ -12,6 +12,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from .. import sparse
+from .._black_box import call_black_box
 from .._jit import public_jit
 from .._linalg import solve_triangular
 from ..acquisition import (
@@ -382,15 +383,12 @@ def result(state: SVBMCState) -> SVBMCResult:
 
 
 def _call_safely(log_density, x, noisy):
-    try:
-        value = log_density(x)
-    except Exception as error:  # a failing target must not end the run (DESIGN.md, Errors)
-        warnings.warn(f"svbmc.fit: log_density raised {error!r} at x = {x}; recorded as failed.", RuntimeWarning)
-        return float("nan"), (1.0 if noisy else None)
-    if isinstance(value, tuple):
-        value, sd = value
-        return float(np.asarray(value)), float(np.asarray(sd))
-    return float(np.asarray(value)), None
+    """(value, sd) of one evaluation; sd is None unless the target returned one (a failed
+    evaluation of a noisy target gets sd 1, which `tell` records but never uses)."""
+    outcome = call_black_box(log_density, x, description="svbmc.fit: log_density")
+    if isinstance(outcome, tuple):
+        return outcome
+    return outcome, (1.0 if noisy and not np.isfinite(outcome) else None)
 
 
 def fit(
