@@ -1,12 +1,12 @@
 import equinox as eqx
-import jax
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, UInt32
+from jaxtyping import Array, Bool, Float, Int, UInt32
 
+from .._buffer_state import AbstractBufferState
 from ..boosting import Boosting, BoostingState
 from ._options import BVBMCOptions
 
 
-class BVBMCState(eqx.Module):
+class BVBMCState(AbstractBufferState):
     """Everything a BVBMC run carries between `ask`/`tell` calls, in fixed-capacity buffers.
 
     The buffers hold `capacity = N₀ + budget` rows: the initial evaluations, then one row
@@ -29,15 +29,3 @@ class BVBMCState(eqx.Module):
     noise_variance: Float[Array, ""]
     key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
     options: BVBMCOptions = eqx.field(static=True)
-
-    @property
-    def key(self) -> PRNGKeyArray:
-        return jax.random.wrap_key_data(self.key_data)
-
-    @property
-    def capacity(self) -> int:
-        return self.log_densities.shape[0]
-
-    @property
-    def dimension(self) -> int:
-        return self.inputs.shape[1]

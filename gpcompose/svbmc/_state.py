@@ -1,14 +1,14 @@
 import equinox as eqx
-import jax
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, UInt32
+from jaxtyping import Array, Bool, Float, Int, UInt32
 
+from .._buffer_state import AbstractBufferState
 from ..mixtures import VBMCMixture
 from ..sparse import SparsePosterior
 from ..transforms import BoundedTransform
 from ._options import SVBMCOptions
 
 
-class SVBMCState(eqx.Module):
+class SVBMCState(AbstractBufferState):
     """Everything an SVBMC run carries between `ask`/`tell` calls, in fixed-capacity buffers.
 
     The buffers hold `capacity = N₀ + budget` rows in the unbounded inference space:
@@ -35,15 +35,3 @@ class SVBMCState(eqx.Module):
     key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
     options: SVBMCOptions = eqx.field(static=True)
     noisy: bool = eqx.field(static=True)
-
-    @property
-    def key(self) -> PRNGKeyArray:
-        return jax.random.wrap_key_data(self.key_data)
-
-    @property
-    def capacity(self) -> int:
-        return self.log_densities.shape[0]
-
-    @property
-    def dimension(self) -> int:
-        return self.inputs.shape[1]
