@@ -268,3 +268,36 @@ def test_generic_inversion_sampler(getkey):
     assert stats.ks_2samp(np.asarray(generic), np.asarray(exact)).pvalue > 1e-3
     with pytest.raises(ValueError, match="float64"):
         likelihood.sample_omega(getkey(), jnp.full((3,), 0.7, dtype=jnp.float32))
+
+
+@pytest.mark.parametrize("likelihood", CATALOGUE, ids=IDS)
+def test_gaussian_expectations_match_adaptive_quadrature_split_at_the_kink(likelihood):
+    """E_{N(m, v)}[log p(y | f)] and log E[p(y | f)] against scipy's adaptive quadrature
+    (with the kink of |h| as a break point), including a kink at the mean itself, where
+    Gauss–Hermite converges only algebraically."""
+    classification = isinstance(likelihood, (Logistic, BayesianSVM))
+    y = np.array([1.0, -1.0, 1.0, 1.0]) if classification else np.array([0.3, -1.2, 2.0, 0.5])
+    mean = np.array([1.0, -0.4, 2.0, -0.5]) if classification else np.array([0.3, 0.1, 1.1, -0.5])
+    variance = np.array([0.5, 2.0, 0.05, 3.0])
+    kinks = y if not classification else 1 / y  # h = 0 at f = y (regression), y f = 1 (SVM)
+    expected_log, predictive = [], []
+    for label, m, v, kink in zip(y, mean, variance, kinks):
+        sd = np.sqrt(v)
+
+        def weighted(f, exponentiate, label=label, m=m, sd=sd):
+            log_p = _reference_log_prob(likelihood, label, f)
+            return (np.exp(log_p) if exponentiate else log_p) * stats.norm.pdf(f, m, sd)
+
+        def integral(exponentiate, m=m, sd=sd, kink=kink):
+            lower, upper = m - 12 * sd, m + 12 * sd
+            middle = float(np.clip(kink, lower, upper))
+            return sum(
+                integrate.quad(weighted, a, b, args=(exponentiate,), epsabs=0, epsrel=1e-13, limit=200)[0]
+                for a, b in ((lower, middle), (middle, upper))
+            )
+
+        expected_log.append(integral(False))
+        predictive.append(np.log(integral(True)))
+    args = (jnp.asarray(y), jnp.asarray(mean), jnp.asarray(variance))
+    np.testing.assert_allclose(likelihood.expected_log_prob(*args), expected_log, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(likelihood.log_predictive_density(*args), predictive, rtol=1e-9, atol=1e-12)

@@ -42,13 +42,22 @@ class AbstractLikelihood(eqx.Module):
     def log_prob(self, y: Float[ArrayLike, "*batch"], f: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """log p(y | f), elementwise."""
 
+    def expectation_nodes(
+        self, y: Float[Array, "*batch"], mean: Float[Array, "*batch"], variance: Float[Array, "*batch"]
+    ) -> tuple[Float[Array, "*batch K"], Float[Array, "*batch K"]]:
+        """Nodes and log-weights of the rule behind `expected_log_prob` and
+        `log_predictive_density`: E_{f~N(m, v)}[g(f)] ≈ Σ_k w_k g(f_k) for the functions
+        g of f that this likelihood produces at `y` (Gauss–Hermite by default; likelihoods
+        with a kink in f override it)."""
+        return gaussian_expectation_nodes(mean, variance)
+
     def expected_log_prob(
         self, y: Float[ArrayLike, "*batch"], mean: Float[ArrayLike, "*batch"], variance: Float[ArrayLike, "*batch"]
     ) -> Float[Array, "*batch"]:
         """E_{f~N(m, v)}[log p(y | f)], elementwise (the data term of variational and
         sparse-whitened objectives; Hensman et al. 2015)."""
         y, mean, variance = jnp.asarray(y), jnp.asarray(mean), jnp.asarray(variance)
-        nodes, log_weights = gaussian_expectation_nodes(mean, variance)
+        nodes, log_weights = self.expectation_nodes(y, mean, variance)
         return jnp.sum(jnp.exp(log_weights) * self.log_prob(y[..., None], nodes), axis=-1)
 
     def log_predictive_density(
@@ -57,7 +66,7 @@ class AbstractLikelihood(eqx.Module):
         """log ∫ p(y | f) N(f; m, v) df, elementwise, computed in log space (log-sum-exp
         over the quadrature nodes)."""
         y, mean, variance = jnp.asarray(y), jnp.asarray(mean), jnp.asarray(variance)
-        nodes, log_weights = gaussian_expectation_nodes(mean, variance)
+        nodes, log_weights = self.expectation_nodes(y, mean, variance)
         return jax.nn.logsumexp(log_weights + self.log_prob(y[..., None], nodes), axis=-1)
 
     def predictive_moments(

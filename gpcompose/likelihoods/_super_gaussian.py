@@ -7,6 +7,10 @@ from jaxtyping import Array, ArrayLike, Complex, Float, PRNGKeyArray
 
 from ._base import AbstractLikelihood
 from ._laplace_inversion import sample_by_laplace_inversion
+from ._split_gauss_legendre import split_gauss_legendre_nodes
+
+# Gauss–Legendre nodes per panel of the Gaussian expectations (seven panels, 168 nodes).
+SPLIT_DEGREE = 24
 
 
 class AbstractSuperGaussianLikelihood(AbstractLikelihood):
@@ -79,6 +83,17 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
         """h(f, y)²."""
         a0, a1 = self.affine_coefficients(jnp.asarray(y))
         return (a0 + a1 * jnp.asarray(f)) ** 2
+
+    def expectation_nodes(
+        self, y: Float[Array, "*batch"], mean: Float[Array, "*batch"], variance: Float[Array, "*batch"]
+    ) -> tuple[Float[Array, "*batch K"], Float[Array, "*batch K"]]:
+        """The rule of `split_gauss_legendre_nodes` with break points where h = a₀ + a₁ f = 0
+        (the kink of log φ(h²) when φ involves √r = |h|; harmless for smooth φ) and at
+        distances 1/|a₁| (the width of the likelihood in f) around it."""
+        a0, a1 = self.affine_coefficients(self.targets(y))
+        safe_a1 = jnp.where(a1 != 0, a1, 1.0)
+        kink = jnp.where(a1 != 0, -a0 / safe_a1, mean)
+        return split_gauss_legendre_nodes(kink, 1 / jnp.abs(safe_a1), mean, variance, SPLIT_DEGREE)
 
     def log_prob(self, y: Float[ArrayLike, "*batch"], f: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """log p(y | f) = log C + g(y) f + log φ(h(f, y)²)."""
