@@ -131,9 +131,60 @@ def test_direction_and_discrepancy_match_the_closed_rbf_form(getkey, lengthscale
         np.testing.assert_allclose(bandwidth**2, np.median(squared_distances) / np.log(7.0), rtol=1e-12)
         np.testing.assert_array_equal(jax.grad(median_squared_lengthscale)(particles), 0.0)
 
-    # The RBF closed-form trace of the mixed Hessian equals the generic autodiff one.
-    generic_trace = AbstractParticleKernel.mixed_hessian_trace(kernel, particles[0], particles[1], bandwidth)
-    np.testing.assert_allclose(kernel.mixed_hessian_trace(particles[0], particles[1], bandwidth), generic_trace)
+
+class AutodiffRBF(RBF):
+    """`RBF` through the generic autodiff `AbstractParticleKernel.stein_terms`: the reference for its closed form."""
+
+    def stein_terms(self, particles, scores, bandwidth):
+        return AbstractParticleKernel.stein_terms(self, particles, scores, bandwidth)
+
+
+@eqx.filter_jit
+def closed_and_generic_rbf_terms(particles, scores, lengthscale):
+    """The Stein terms, the direction and KSD² of `RBF(lengthscale)` and of `AutodiffRBF(lengthscale)`."""
+
+    def terms(kernel):
+        bandwidth = kernel.bandwidth(particles)
+        return kernel.stein_terms(particles, scores, bandwidth), stein_variational_direction(
+            particles, scores, kernel, bandwidth
+        )
+
+    return terms(RBF(lengthscale)), terms(AutodiffRBF(lengthscale))
+
+
+def assert_rbf_closed_form_matches_autodiff(particles, scores, lengthscale, rtol):
+    closed, generic = closed_and_generic_rbf_terms(particles, scores, lengthscale)
+    # Gram, repulsion, Stein kernel matrix, direction, each to rtol of its largest entry; then KSD².
+    for closed_array, generic_array in zip(jax.tree.leaves(closed)[:-1], jax.tree.leaves(generic)[:-1]):
+        scale = float(jnp.max(jnp.abs(generic_array)))
+        np.testing.assert_allclose(closed_array, generic_array, rtol=rtol, atol=rtol * scale)
+    np.testing.assert_allclose(closed[1][1], generic[1][1], rtol=rtol)
+
+
+@pytest.mark.parametrize("lengthscale", [None, 0.7])
+@pytest.mark.parametrize("num_particles, dimension", [(1, 1), (1, 3), (2, 1), (2, 3), (7, 1), (7, 3)])
+def test_rbf_closed_form_stein_terms_equal_the_generic_autodiff_ones(getkey, num_particles, dimension, lengthscale):
+    # Off the origin, so that the closed form's centring matters; particles 1 and 4 coincide.
+    particles = 3.0 + jax.random.normal(getkey(), (num_particles, dimension))
+    if num_particles == 7:
+        particles = particles.at[4].set(particles[1])
+    scores = jax.random.normal(getkey(), (num_particles, dimension))
+    assert_rbf_closed_form_matches_autodiff(particles, scores, lengthscale, rtol=1e-12)
+
+
+def test_rbf_closed_form_for_all_coincident_particles(getkey):
+    # The median heuristic floors ℓ² at the machine epsilon; both forms then give K = 1 and no repulsion.
+    particles = jnp.broadcast_to(jax.random.normal(getkey(), (3,)), (4, 3))
+    scores = jax.random.normal(getkey(), (4, 3))
+    assert_rbf_closed_form_matches_autodiff(particles, scores, None, rtol=1e-12)
+
+
+def test_rbf_closed_form_float32_smoke(getkey):
+    particles = jax.random.normal(getkey(), (7, 3), dtype=jnp.float32)
+    scores = jax.random.normal(getkey(), (7, 3), dtype=jnp.float32)
+    closed, _ = closed_and_generic_rbf_terms(particles, scores, None)
+    assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(closed))
+    assert_rbf_closed_form_matches_autodiff(particles, scores, None, rtol=1e-5)
 
 
 def test_median_bandwidth_is_finite_for_coincident_particles():

@@ -1,4 +1,3 @@
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PyTree
 
@@ -19,8 +18,8 @@ def stein_variational_direction(
         φ(λ_i) = (1/J) Σ_j [κ(λ_j, λ_i) s_j + ∇_{λ_j} κ(λ_j, λ_i)],   i.e.  Φ = (KᵀS + R)/J.
 
     The first term attracts particles towards high density. The second term repels them from
-    each other. It is the derivative with respect to the *summed* particle λ_j, computed by
-    autodiff, so any kernel works. The SteinGP document's eq. 5 differentiates with respect
+    each other. It is the derivative with respect to the *summed* particle λ_j, so any
+    kernel works by autodiff. The SteinGP document's eq. 5 differentiates with respect
     to the evaluation point λ_i instead. For the RBF kernel that term attracts, and it is a
     sign error (notes/steingp.md §2.2, erratum).
 
@@ -30,8 +29,10 @@ def stein_variational_direction(
         u(x, y) = s(x)ᵀs(y) κ + s(x)ᵀ∇_y κ + ∇_x κᵀ s(y) + tr(∇_x ∇_y κ).
 
     It is the squared RKHS norm of the optimal direction, so it is ≥ 0 and is 0 exactly
-    when the particles satisfy Stein's identity. Cost: O(J² P) plus J² calls of
-    `kernel.mixed_hessian_trace`.
+    when the particles satisfy Stein's identity. K, R and the matrix of u come from
+    `kernel.stein_terms`. Cost: O(J² P) for the attraction, plus that of `stein_terms`:
+    O(J² P) in matrix products for `RBF`'s closed form; for the generic autodiff form,
+    two J×J×P arrays of kernel gradients and J² calls of `kernel.mixed_hessian_trace`.
 
     **Arguments:**
 
@@ -48,25 +49,7 @@ def stein_variational_direction(
             "`particles` and `scores` must both have shape (num_particles, dimension), "
             f"got shapes {particles.shape} and {scores.shape}."
         )
-
-    def pair_terms(x, y):
-        value, (gradient_x, gradient_y) = jax.value_and_grad(kernel, argnums=(0, 1))(x, y, bandwidth)
-        return value, gradient_x, gradient_y, kernel.mixed_hessian_trace(x, y, bandwidth)
-
-    # Entry [a, b] of each array is a term of κ(λ_a, λ_b).
-    over_pairs = jax.vmap(jax.vmap(pair_terms, in_axes=(None, 0)), in_axes=(0, None))
-    gram, gradient_first, gradient_second, trace = over_pairs(particles, particles)
-
-    num_particles = particles.shape[0]
+    gram, repulsion, stein_kernel = kernel.stein_terms(particles, scores, bandwidth)
     attraction = jnp.einsum("ji,jp->ip", gram, scores)
-    repulsion = jnp.sum(gradient_first, axis=0)
-    direction = (attraction + repulsion) / num_particles
-
-    score_products = scores @ scores.T
-    stein_kernel = (
-        score_products * gram
-        + jnp.einsum("ip,ijp->ij", scores, gradient_second)
-        + jnp.einsum("ijp,jp->ij", gradient_first, scores)
-        + trace
-    )
+    direction = (attraction + repulsion) / particles.shape[0]
     return direction, jnp.mean(stein_kernel)

@@ -15,7 +15,9 @@ class AbstractParticleKernel(eqx.Module):
     lengthscale) once per step. `__call__(x, y, bandwidth)` evaluates κ on two single
     particles of shape `(P,)`. SVGD differentiates `__call__` by autodiff, so a user
     kernel only needs these two methods. It may override `mixed_hessian_trace` with a
-    closed form, because the generic one costs O(P²) per pair of particles.
+    closed form, because the generic one costs O(P²) per pair of particles. It may also
+    override `stein_terms`, which SVGD calls once per step, with a closed form over all
+    pairs at once, because the generic one holds J×J×P arrays of kernel gradients.
 
     `bandwidth` should apply `jax.lax.stop_gradient` to anything it computes from the
     particles: the SVGD direction treats the bandwidth as a constant (Liu & Wang 2016).
@@ -39,6 +41,52 @@ class AbstractParticleKernel(eqx.Module):
         mixed_hessian = jax.jacfwd(jax.grad(self, argnums=0), argnums=1)(x, y, bandwidth)
         return jnp.trace(mixed_hessian)
 
+    def stein_terms(
+        self, particles: Float[Array, "J P"], scores: Float[Array, "J P"], bandwidth: PyTree[Array]
+    ) -> tuple[Float[Array, "J J"], Float[Array, "J P"], Float[Array, "J J"]]:
+        """The kernel's terms of the SVGD direction and of the kernelised Stein discrepancy.
+
+        With particles λ_1…λ_J and scores s_j = ∇ log p(λ_j) (`stein_variational_direction`):
+
+        - the Gram matrix K_ab = κ(λ_a, λ_b);
+        - the repulsion R_b = Σ_a ∇_x κ(λ_a, λ_b), the derivative with respect to the
+          *summed* particle (Liu & Wang 2016, eq. 8);
+        - the Stein kernel matrix U_ij = u(λ_i, λ_j) of Liu, Lee & Jordan (2016),
+          u(x, y) = s(x)ᵀs(y) κ + s(x)ᵀ∇_y κ + ∇_x κᵀ s(y) + tr(∇_x ∇_y κ).
+
+        This generic version evaluates κ and both of its gradients on every pair by autodiff
+        of `__call__`, and the trace by `mixed_hessian_trace`. It works for any kernel, but
+        holds two J×J×P arrays of gradients.
+
+        **Returns:** `(gram, repulsion, stein_kernel)` of shapes `(J, J)`, `(J, P)`, `(J, J)`.
+        """
+
+        def pair_terms(x, y):
+            value, (gradient_x, gradient_y) = jax.value_and_grad(self, argnums=(0, 1))(x, y, bandwidth)
+            return value, gradient_x, gradient_y, self.mixed_hessian_trace(x, y, bandwidth)
+
+        # Entry [a, b] of each array is a term of κ(λ_a, λ_b).
+        over_pairs = jax.vmap(jax.vmap(pair_terms, in_axes=(None, 0)), in_axes=(0, None))
+        gram, gradient_first, gradient_second, trace = over_pairs(particles, particles)
+        repulsion = jnp.sum(gradient_first, axis=0)
+        stein_kernel = (
+            (scores @ scores.T) * gram
+            + jnp.einsum("ip,ijp->ij", scores, gradient_second)
+            + jnp.einsum("ijp,jp->ij", gradient_first, scores)
+            + trace
+        )
+        return gram, repulsion, stein_kernel
+
+
+def pairwise_squared_distances(particles: Float[Array, "J P"]) -> Float[Array, "J J"]:
+    """D²_ij = ‖λ_i − λ_j‖² for every pair of particles, with its exact zero diagonal.
+
+    Summed over differences rather than expanded as ‖λ_i‖² + ‖λ_j‖² − 2λ_iᵀλ_j, which
+    cancels catastrophically for particles close together far from the origin. XLA fuses
+    the difference, square and sum into one reduction, so no J×J×P array is stored.
+    """
+    return jnp.sum((particles[:, None, :] - particles[None, :, :]) ** 2, axis=-1)
+
 
 def median_squared_lengthscale(particles: Float[Array, "J P"]) -> Float[Array, ""]:
     """ℓ² = median(D²)/log(J + 1), the median heuristic of Liu & Wang (2016).
@@ -49,10 +97,8 @@ def median_squared_lengthscale(particles: Float[Array, "J P"]) -> Float[Array, "
     It is floored at the machine epsilon of the particles' dtype, so that one particle
     (J = 1) or coincident particles give a finite kernel instead of exp(−0/0).
     """
-    differences = particles[:, None, :] - particles[None, :, :]
-    squared_distances = jnp.sum(differences**2, axis=-1)
     num_particles = particles.shape[0]
-    squared_lengthscale = jnp.median(squared_distances) / math.log(num_particles + 1)
+    squared_lengthscale = jnp.median(pairwise_squared_distances(particles)) / math.log(num_particles + 1)
     floor = jnp.finfo(particles.dtype).eps
     return jax.lax.stop_gradient(jnp.maximum(squared_lengthscale, floor))
 
@@ -83,13 +129,41 @@ class RBF(AbstractParticleKernel):
     def __call__(self, x: Float[Array, " P"], y: Float[Array, " P"], bandwidth: Float[Array, ""]) -> Float[Array, ""]:
         return jnp.exp(-jnp.sum((x - y) ** 2) / bandwidth**2)
 
-    def mixed_hessian_trace(
-        self, x: Float[Array, " P"], y: Float[Array, " P"], bandwidth: Float[Array, ""]
-    ) -> Float[Array, ""]:
-        """tr(∇_x ∇_y κ) = (2P/ℓ² − 4‖x − y‖²/ℓ⁴) κ(x, y)."""
-        squared_distance = jnp.sum((x - y) ** 2)
+    def stein_terms(
+        self, particles: Float[Array, "J P"], scores: Float[Array, "J P"], bandwidth: Float[Array, ""]
+    ) -> tuple[Float[Array, "J J"], Float[Array, "J P"], Float[Array, "J J"]]:
+        """The Stein terms of `AbstractParticleKernel.stein_terms` in closed form, by J×J matrix products.
+
+        With c = 2/ℓ², the gradients are ∇_x κ(x, y) = −c (x − y) κ = −∇_y κ(x, y), and
+        tr(∇_x ∇_y κ) = (cP − c² ‖x − y‖²) κ. Summed over pairs, with D² the squared
+        distances (`pairwise_squared_distances`), Λ the particles as rows, S the scores and
+        H = S Λᵀ (H_ij = s_iᵀλ_j):
+
+            K = exp(−D²/ℓ²),
+            R_b = c (λ_b Σ_a K_ab − (KᵀΛ)_b),
+            U_ij = K_ij [s_iᵀs_j + c (H_ii − H_ij) + c (H_jj − H_ji) + cP − c² D²_ij],
+
+        where c (H_ii − H_ij) = s_iᵀ∇_y κ(λ_i, λ_j)/K_ij and c (H_jj − H_ji) = ∇_x κ(λ_i, λ_j)ᵀs_j/K_ij.
+        R and the H terms depend only on differences of particles, so they are computed from
+        the particles less their mean: in exact arithmetic this changes nothing, and in floating
+        point it avoids cancellation when the cloud sits far from the origin. R's sums leave
+        out a = b, whose term is zero: with K_bb = 1 included, the rounding of 1 + Σ_{a≠b} K_ab
+        would swamp the repulsion of distant particles. Cost O(J²P) in matrix products, with O(J² + JP) memory.
+        """
         squared_lengthscale = bandwidth**2
-        dimension = x.shape[0]
-        return (2 * dimension / squared_lengthscale - 4 * squared_distance / squared_lengthscale**2) * jnp.exp(
-            -squared_distance / squared_lengthscale
+        scale = 2 / squared_lengthscale
+        dimension = particles.shape[1]
+        squared_distances = pairwise_squared_distances(particles)
+        gram = jnp.exp(-squared_distances / squared_lengthscale)
+        centred = particles - jnp.mean(particles, axis=0, keepdims=True)
+        neighbour_gram = gram - jnp.eye(particles.shape[0], dtype=gram.dtype)
+        repulsion = scale * (jnp.sum(neighbour_gram, axis=0)[:, None] * centred - neighbour_gram.T @ centred)
+        score_particle_products = scores @ centred.T
+        own_products = jnp.diag(score_particle_products)
+        cross_terms = (
+            own_products[:, None] - score_particle_products + own_products[None, :] - score_particle_products.T
         )
+        stein_kernel = gram * (
+            scores @ scores.T + scale * cross_terms + scale * dimension - scale**2 * squared_distances
+        )
+        return gram, repulsion, stein_kernel
