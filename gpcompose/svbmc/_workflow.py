@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
 
 from .. import sparse
 from .._black_box import call_black_box
@@ -191,9 +191,12 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
     )
 
 
-def _acquisition(state: SVBMCState, key: PRNGKeyArray) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
+def _acquisition(
+    state: SVBMCState, keep: Bool[Array, " C"], key: PRNGKeyArray
+) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
     """The acquisition to maximise in the unbounded space: log a₁ for exact targets,
-    −log E_q[sinh(α s⋆)] (a monotone transform of a₂) for noisy ones (§2.11)."""
+    −log E_q[sinh(α s⋆)] (a monotone transform of a₂) for noisy ones (§2.11); `keep`
+    marks the training rows (`training_rows`)."""
     options = state.options
     kind = options.acquisition
     if kind == "auto":
@@ -201,7 +204,6 @@ def _acquisition(state: SVBMCState, key: PRNGKeyArray) -> Callable[[Float[Array,
     if kind == "uncertainty":
         return lambda u: log_prospective_uncertainty(state.posterior, state.mixture, u)
     reference = state.mixture.sample(key, options.imiqr_reference_samples)
-    keep, _ = training_rows((state.inputs, state.log_densities, state.observation_variance, state.succeeded), options)
     typical_noise = jnp.median(jnp.where(keep, state.observation_variance, jnp.nan)[None], axis=1)[0]
     look_ahead_noise = jnp.where(jnp.isfinite(typical_noise), typical_noise, options.noiseless_variance)
     return lambda u: (
@@ -214,8 +216,8 @@ def _acquisition(state: SVBMCState, key: PRNGKeyArray) -> Callable[[Float[Array,
 def _ask_unbounded(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     options = state.options
     candidate_key, reference_key = jax.random.split(key)
-    objective = _acquisition(state, reference_key)
     keep, _ = training_rows((state.inputs, state.log_densities, state.observation_variance, state.succeeded), options)
+    objective = _acquisition(state, keep, reference_key)
     num_top = min(options.num_search_starts, state.capacity)
     top_values, top_rows = jax.lax.top_k(jnp.where(keep, state.log_densities, -jnp.inf), num_top)
     samples = state.mixture.sample(candidate_key, options.num_candidates)
