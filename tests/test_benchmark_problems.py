@@ -1,5 +1,6 @@
-"""SVBMC benchmark problems and initial-set generators: log normalisers against dense quadrature grids
-and SciPy, reference samples against grid moments, CMA-ES on known maxima, slice sampling invariance."""
+"""SVBMC and VBMC-toy benchmark problems and initial-set generators: log normalisers against dense quadrature
+grids and SciPy, reference samples and exact moments against grid moments, quadrature or samples, CMA-ES on
+known maxima, slice sampling invariance."""
 
 import math
 
@@ -186,6 +187,129 @@ def test_load_two_moons_reference_samples_reads_a_headed_csv(tmp_path):
     (folder / "bimodal_reference_samples.csv").write_text("x1,x2\n0.5,-0.25\n-0.7,0.125\n")
     samples = benchmarks.load_two_moons_reference_samples(tmp_path)
     np.testing.assert_array_equal(samples, np.array([[0.5, -0.25], [-0.7, 0.125]]))
+
+
+# --- VBMC toy suite: Lumpy, Cigar, Student-t ----------------------------------------------------
+
+TOY_PROBLEMS = list(benchmarks.VBMC_TOY_PROBLEMS.values())
+
+
+def tanh_sinh_log_integral_and_moments(log_density):
+    """log ∫ f, mean and variance of a 1-D density f = exp(log_density) on the real line, by SciPy's
+    tanh-sinh quadrature (`log_density` maps an array of points (N,) to values (N,); it is called on
+    zero-padded blocks of 4096 points, so that a jitted one compiles once)."""
+
+    def density(t):
+        flat = np.ravel(t)
+        padded = np.zeros(4096 * -(-flat.size // 4096))
+        padded[: flat.size] = flat
+        blocks = [np.asarray(log_density(jnp.asarray(block))) for block in padded.reshape(-1, 4096)]
+        return np.exp(np.concatenate(blocks)[: flat.size]).reshape(np.shape(t))
+
+    total, first, second = (
+        integrate.tanhsinh(lambda t, p=power: t**p * density(t), -np.inf, np.inf, rtol=1e-13).integral
+        for power in range(3)
+    )
+    return math.log(total), first / total, second / total - (first / total) ** 2
+
+
+@pytest.mark.parametrize("problem", TOY_PROBLEMS, ids=list(benchmarks.VBMC_TOY_PROBLEMS))
+def test_vbmc_toy_problems_in_one_dimension_match_scipy_quadrature(problem, getkey):
+    target = problem(getkey(), 1)
+    log_density = jax.jit(jax.vmap(lambda t: target.log_density(t[None])))
+    log_normaliser, mean, variance = tanh_sinh_log_integral_and_moments(log_density)
+    np.testing.assert_allclose(target.log_normaliser, log_normaliser, atol=1e-10)
+    np.testing.assert_allclose(target.mean, [mean], atol=1e-10)
+    # rtol 1e-6: for the Student-t (ν = 2.5 at worst) the second-moment integrand decays only like |x|^{1−ν}.
+    np.testing.assert_allclose(target.covariance, [[variance]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("problem", TOY_PROBLEMS[:2], ids=list(benchmarks.VBMC_TOY_PROBLEMS)[:2])
+def test_lumpy_and_cigar_in_two_dimensions_match_dense_quadrature(problem, getkey):
+    """Trapezoid rule on [−20, 20]² (the Cigar's long standard deviation is √10, so ±6.3 of them)."""
+    target = problem(getkey(), 2)
+    axis = np.linspace(-20.0, 20.0, 801)
+    log_normaliser, mean, covariance = grid_log_integral_and_moments(target.log_density, axis, axis)
+    np.testing.assert_allclose(target.log_normaliser, log_normaliser, atol=1e-8)
+    np.testing.assert_allclose(target.mean, mean, atol=1e-8)
+    np.testing.assert_allclose(target.covariance, covariance, atol=1e-7)
+
+
+def test_student_t_factorises_and_each_factor_matches_scipy_quadrature(getkey):
+    """log f(x) = Σ_d log f(x_d e_d) with log f(0) = 0, so log Z, the mean and the covariance follow from one
+    1-D quadrature per coordinate (a tensor grid would truncate the t tails)."""
+    dimension = 3
+    target = benchmarks.StudentT(getkey(), dimension)
+    log_density = jax.jit(jax.vmap(target.log_density))
+    points = 3.0 * jax.random.normal(getkey(), (10, dimension))
+    slices = sum(log_density(points * jnp.eye(dimension)[d][None, :]) for d in range(dimension))
+    np.testing.assert_allclose(log_density(points), slices, rtol=1e-13)
+    assert float(target.log_density(jnp.zeros(dimension))) == 0.0
+    along_axis = jax.jit(jax.vmap(lambda d, t: target.log_density(t * jnp.eye(dimension)[d]), in_axes=(None, 0)))
+    factors = [tanh_sinh_log_integral_and_moments(lambda t, d=d: along_axis(d, t)) for d in range(dimension)]
+    np.testing.assert_allclose(target.log_normaliser, sum(f[0] for f in factors), atol=1e-10)
+    np.testing.assert_allclose(target.mean, [f[1] for f in factors], atol=1e-10)
+    np.testing.assert_allclose(jnp.diag(target.covariance), [f[2] for f in factors], rtol=1e-6)
+    np.testing.assert_array_equal(target.covariance, jnp.diag(jnp.diag(target.covariance)))
+
+
+def test_lumpy_moments_match_samples_in_six_dimensions(getkey):
+    target = benchmarks.Lumpy(getkey(), 6)
+    samples = eqx.filter_jit(target.mixture.sample)(getkey(), 50_000)
+    assert_moments_within_monte_carlo_error(samples, target.mean, target.covariance)
+
+
+@pytest.mark.parametrize("dimension", [2, 6])
+def test_cigar_rotation_is_in_so_d_and_sets_the_spectrum(dimension, getkey):
+    """Eight instances at once (`vmap` over keys): Q orthogonal with det Q = +1, spec Σ = {10, 0.1, …},
+    and the log density equals −½ xᵀ Σ⁻¹ x with Σ⁻¹ by dense inversion."""
+    targets = jax.vmap(lambda key: benchmarks.Cigar(key, dimension))(jax.random.split(getkey(), 8))
+    rotations = targets.rotation
+    eye = jnp.eye(dimension)
+    np.testing.assert_allclose(
+        jnp.swapaxes(rotations, 1, 2) @ rotations, jnp.broadcast_to(eye, rotations.shape), atol=1e-13
+    )
+    np.testing.assert_allclose(jnp.linalg.det(rotations), 1.0, rtol=1e-13)
+    expected = np.full(dimension, 0.1)
+    expected[-1] = 10.0
+    np.testing.assert_allclose(
+        jnp.linalg.eigvalsh(targets.covariance), np.broadcast_to(expected, (8, dimension)), rtol=1e-12
+    )
+    points = jax.random.normal(getkey(), (8, dimension))
+    values = jax.vmap(lambda target, x: target.log_density(x))(targets, points)
+    quadratic = jnp.einsum("ni,nij,nj->n", points, jnp.linalg.inv(targets.covariance), points)
+    np.testing.assert_allclose(values, -0.5 * quadratic, rtol=1e-11)
+
+
+@pytest.mark.parametrize("problem", TOY_PROBLEMS, ids=list(benchmarks.VBMC_TOY_PROBLEMS))
+def test_vbmc_toy_problem_shapes_draws_and_transforms(problem, getkey):
+    key, dimension = getkey(), 3
+    target = problem(key, dimension)
+    assert target.dimension == dimension
+    assert target.mean.shape == (dimension,) and target.covariance.shape == (dimension, dimension)
+    assert target.log_normaliser.shape == ()
+    np.testing.assert_array_equal(problem(key, dimension).covariance, target.covariance)  # same key, same instance
+    points = 3.0 * jax.random.normal(getkey(), (4, dimension))
+    batched = jax.jit(jax.vmap(target.log_density))(points)
+    np.testing.assert_allclose(batched, [target.log_density(point) for point in points], rtol=1e-13)
+    assert np.all(np.isfinite(jax.jit(jax.vmap(jax.grad(target.log_density)))(points)))
+    with pytest.raises(ValueError, match="`x` must have shape"):
+        target.log_density(jnp.zeros(dimension + 1))
+    if problem is benchmarks.StudentT:
+        dof = target.degrees_of_freedom
+        assert np.all((dof >= 2.5) & (dof <= 2.0 + 0.5 * dimension))
+    if problem is benchmarks.Lumpy:
+        assert float(target.log_normaliser) == 0.0 and target.mixture.weights.shape == (12,)
+
+
+def test_vbmc_toy_initial_points_are_scaled_half_normal_radii_on_the_sphere(getkey):
+    points = benchmarks.vbmc_toy_initial_points(getkey(), 20_000, 3)
+    assert points.shape == (20_000, 3)
+    radius = np.linalg.norm(points, axis=1)
+    # |r| with r ~ N(0, 1): E|r| = √(2/π), E r² = 1; directions uniform, so the mean direction is ~0.
+    np.testing.assert_allclose(radius.mean(), 5.0 * math.sqrt(2.0 / math.pi), rtol=0.02)
+    np.testing.assert_allclose(np.mean(radius**2), 25.0, rtol=0.03)
+    np.testing.assert_allclose(np.mean(points / radius[:, None], axis=0), 0.0, atol=0.03)
 
 
 # --- CMA-ES -------------------------------------------------------------------------------------
