@@ -191,3 +191,23 @@ def test_bad_input_raises_naming_the_argument(getkey):
         gpcompose.elbo(exact, mixture, getkey(), 0)
     with pytest.raises(ValueError, match="`posterior`"):
         gpcompose.elbo(mixture, mixture, getkey(), 10)
+
+
+def test_maximise_elbo_keeps_means_in_bounds_and_otherwise_reaches_the_target(getkey):
+    """Target log Z + log N(x; μ, diag ω²) with μ = (0.3, −0.7): without bounds the one-component
+    mixture's mean moves to μ; with the box [−1, 0] × [−0.5, 1], which excludes μ₁ and μ₂ on
+    opposite sides, it ends on the box's faces (projected ascent), μ clipped to (0, −0.5)."""
+    location, scale = jnp.array([0.3, -0.7]), jnp.array([0.8, 1.4])
+    mean = means.NegativeQuadratic(
+        maximum=-0.5 * jnp.sum(jnp.log(2 * math.pi * scale**2)), location=location, scale=scale
+    )
+    X = jax.random.normal(jax.random.key(0), (8, 2))
+    posterior = gp.condition(kernels.SquaredExponential(lengthscale=1.0, variance=0.5), mean, X, mean(X), 1e-4)
+    start = mixtures.VBMCMixture(jnp.zeros(1), jnp.array([[-0.5, 0.5]]), jnp.zeros(1), jnp.zeros(2), jnp.ones(1, bool))
+    settings = dict(width=jnp.ones(2), num_steps=400, learning_rate=0.05, num_entropy_samples=64)
+    key = getkey()
+    free = quadrature.maximise_elbo(posterior, start, key, **settings)
+    np.testing.assert_allclose(np.asarray(free.means[0]), np.asarray(location), atol=0.05)
+    box = (jnp.array([-1.0, -0.5]), jnp.array([0.0, 1.0]))
+    bounded = quadrature.maximise_elbo(posterior, start, key, mean_bounds=box, **settings)
+    np.testing.assert_allclose(np.asarray(bounded.means[0]), [0.0, -0.5], atol=1e-12)

@@ -32,6 +32,7 @@ def maximise_elbo(
     num_steps: int,
     learning_rate: float,
     num_entropy_samples: int,
+    mean_bounds: tuple[Float[Array, " D"], Float[Array, " D"]] | None = None,
 ) -> AbstractGaussianMixture:
     """Stochastic gradient ascent (Adam, cosine-decayed step) on the surrogate ELBO
     E_f[∫ q f] + H[q] (Bayesian quadrature + reparameterised entropy, fresh samples at
@@ -41,11 +42,29 @@ def maximise_elbo(
     scale); its `means` field is optimised in units of `width`, so that one learning rate
     fits any scale. Non-finite gradients are zeroed, and if the final mixture is not
     finite the input mixture is returned (the reference code's revert to a backup).
+
+    `mean_bounds = (lower, upper)` keeps every component mean in that box: the means are
+    projected onto it at the start and after every step (projected gradient ascent). VBMC
+    bounds its component means by the box of the training inputs in the same way (PyVBMC
+    `VariationalPosterior.get_bounds`), so that no component sits where the surrogate has
+    no data and only extrapolates.
     """
     if not isinstance(mixture, AbstractGaussianMixture) or not hasattr(mixture, "means"):
         raise ValueError(f"`mixture` must be a Gaussian mixture with a `means` field, got {type(mixture).__name__}.")
+
+    def project(parameters):
+        if mean_bounds is None:
+            return parameters
+        lower, upper = mean_bounds
+        return eqx.tree_at(
+            lambda m: m.means,
+            parameters,
+            jnp.clip(parameters.means, (lower / width)[None, :], (upper / width)[None, :]),
+        )
+
     scaled = eqx.tree_at(lambda m: m.means, mixture, mixture.means / width[None, :])
     parameters, static = eqx.partition(scaled, eqx.is_inexact_array)
+    parameters = project(parameters)
 
     def build(parameters):
         current = eqx.combine(parameters, static)
@@ -62,7 +81,7 @@ def maximise_elbo(
         gradient = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), gradient)
         with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
             updates, optimiser_state = optimiser.update(gradient, optimiser_state)
-        return (optax.apply_updates(parameters, updates), optimiser_state), None
+        return (project(optax.apply_updates(parameters, updates)), optimiser_state), None
 
     keys = jax.random.split(key, num_steps)
     (final, _), _ = jax.lax.scan(step, (parameters, optimiser.init(parameters)), keys)

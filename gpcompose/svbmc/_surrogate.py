@@ -24,6 +24,13 @@ class Surrogate(eqx.Module):
     mean: NegativeQuadratic
 
 
+def input_span(X: Float[Array, "C D"], mask: Bool[Array, " C"]) -> tuple[Float[Array, " D"], Float[Array, " D"]]:
+    """Per-coordinate minimum and maximum of the rows of `X` marked by `mask`."""
+    lower = jnp.min(jnp.where(mask[:, None], X, jnp.inf), axis=0)
+    upper = jnp.max(jnp.where(mask[:, None], X, -jnp.inf), axis=0)
+    return lower, upper
+
+
 def plausible_box(
     X: Float[Array, "C D"], y: Float[Array, " C"], mask: Bool[Array, " C"], threshold: Float[Array, ""]
 ) -> tuple[Float[Array, " D"], Float[Array, " D"]]:
@@ -35,14 +42,8 @@ def plausible_box(
     """
     y_max = jnp.max(jnp.where(mask, y, -jnp.inf))
     high = mask & (y >= y_max - threshold)
-
-    def span(selected):
-        lower = jnp.min(jnp.where(selected[:, None], X, jnp.inf), axis=0)
-        upper = jnp.max(jnp.where(selected[:, None], X, -jnp.inf), axis=0)
-        return lower, upper
-
-    high_lower, high_upper = span(high)
-    all_lower, all_upper = span(mask)
+    high_lower, high_upper = input_span(X, high)
+    all_lower, all_upper = input_span(X, mask)
     narrow = (high_upper - high_lower) <= 1e-6 * (all_upper - all_lower)
     lower = jnp.where(narrow, all_lower, high_lower)
     upper = jnp.where(narrow, all_upper, high_upper)

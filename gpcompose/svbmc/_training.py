@@ -13,7 +13,15 @@ from ._noise_shaping import shaping_variance, total_noise_variance
 from ._options import SVBMCOptions
 from ._state import SVBMCState
 from ._subset import stratified_kmeans_subset
-from ._surrogate import Surrogate, fit_exact, fit_sparse, initial_surrogate, plausible_box, sparse_objective
+from ._surrogate import (
+    Surrogate,
+    fit_exact,
+    fit_sparse,
+    initial_surrogate,
+    input_span,
+    plausible_box,
+    sparse_objective,
+)
 from ._trimming import trim_mask
 from ._variational import build_up, initial_mixture
 
@@ -126,6 +134,7 @@ def retrain(
     )
 
     entropy_samples = options.entropy_samples()
+    training_box = input_span(inputs, keep)  # the component means stay inside (as in VBMC)
     if previous is None:
         surrogate_mean, _ = sparse.predict(posterior, inputs)
         candidate_threshold = dimension + 2.0
@@ -144,6 +153,7 @@ def retrain(
             num_entropy_samples=entropy_samples,
             comparison_samples=options.final_entropy_samples,
             tolerance=options.buildup_tolerance,
+            mean_bounds=training_box,
         )
     else:
         mixture = maximise_elbo(
@@ -154,6 +164,7 @@ def retrain(
             num_steps=options.round_steps,
             learning_rate=options.learning_rate,
             num_entropy_samples=entropy_samples,
+            mean_bounds=training_box,
         )
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     return posterior, mixture, elbo_mean, elbo_sd, centre, width
