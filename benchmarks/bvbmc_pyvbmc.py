@@ -47,11 +47,9 @@ import datetime  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
@@ -62,7 +60,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bvbmc_toy import PROBLEMS, THESIS, initial_points, moment_metrics, run, run_settings  # noqa: E402
-from svbmc_pyvbmc_two_moons import machine, versions  # noqa: E402
+from svbmc_pyvbmc_two_moons import machine, optimise_with_pyvbmc, versions  # noqa: E402
 
 METHODS = ("BVBMC", "PyVBMC")
 PLAUSIBLE_HALF_WIDTH_IN_SDS = 2.0
@@ -82,42 +80,19 @@ def starting_point(points, target):
 
 
 def run_pyvbmc(problem, dimension, seed, problem_seed, max_fun_evals, full_budget):
-    from pyvbmc import VBMC
-
     target = PROBLEMS[problem](jax.random.key(problem_seed), dimension)
-    log_density = eqx.filter_jit(target.log_density)
-    count = [0]
-
-    def counted(x):
-        count[0] += 1
-        return float(log_density(jnp.asarray(np.reshape(np.asarray(x, np.float64), -1))))
-
     lower, upper = plausible_box(target)
     x0 = starting_point(initial_points(seed, dimension), target)
-    options = {
-        "max_fun_evals": max_fun_evals,
-        "max_iter": max_fun_evals,
-        "fun_eval_start": 10 * dimension,
-        "display": "off",
-        "show_tips": False,
-    }
-    if full_budget:
-        options["min_fun_evals"] = max_fun_evals
-    counted(x0)  # compile the jitted density outside the timed region (not counted below)
-    count[0] = 0
-    start = time.perf_counter()
-    vbmc = VBMC(
-        counted,
-        x0[None, :],
-        np.full((1, dimension), -np.inf),
-        np.full((1, dimension), np.inf),
-        lower[None, :],
-        upper[None, :],
-        options=options,
+    vbmc, vp, results, num_evaluations, wall = optimise_with_pyvbmc(
+        target.log_density,
+        x0,
+        lower,
+        upper,
+        max_fun_evals=max_fun_evals,
+        full_budget=full_budget,
         seed=seed,
+        options={"fun_eval_start": 10 * dimension},
     )
-    vp, results = vbmc.optimize()
-    wall = time.perf_counter() - start
     mean, covariance = vp.moments(NUM_MOMENT_SAMPLES, orig_flag=True, cov_flag=True)
     return {
         "problem": problem,
@@ -129,7 +104,7 @@ def run_pyvbmc(problem, dimension, seed, problem_seed, max_fun_evals, full_budge
         "elbo_sd": float(results["elbo_sd"]),
         "num_components": int(results["components"]),
         "num_iterations": int(results["iterations"]),
-        "num_evaluations": count[0],
+        "num_evaluations": num_evaluations,
         "func_count": int(results["func_count"]),
         "convergence_status": str(results["convergence_status"]),
         "success_flag": bool(results["success_flag"]),

@@ -91,41 +91,58 @@ def run_svbmc(problem, seed, budget, batch_size, options, num_metric_samples):
     return outcome
 
 
-def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
+def optimise_with_pyvbmc(
+    log_density, x0, plausible_lower, plausible_upper, *, max_fun_evals, full_budget, seed, options=()
+):
+    """PyVBMC from scratch on the jittable `log_density`, unbounded, with plausible bounds
+    [`plausible_lower`, `plausible_upper`] and start `x0` (D,); `max_fun_evals` is also the
+    iteration cap, and `full_budget` sets `min_fun_evals` to it. The density is compiled
+    before the timed region. **Returns:** (the `VBMC` object, vp, results, number of target
+    calls, wall seconds)."""
     from pyvbmc import VBMC
 
-    log_density = eqx.filter_jit(problem.log_density)
+    jitted = eqx.filter_jit(log_density)
     count = [0]
 
-    def target(x):
+    def counted(x):
         count[0] += 1
-        return float(log_density(jnp.asarray(np.reshape(np.asarray(x, np.float64), -1))))
+        return float(jitted(jnp.asarray(np.reshape(np.asarray(x, np.float64), -1))))
 
-    dimension = TARGET.dimension
-    x0 = 0.5 * np.random.default_rng(seed).standard_normal((1, dimension))
-    options = {
-        "max_fun_evals": max_fun_evals,
-        "max_iter": max_fun_evals,
-        "display": "off",
-        "show_tips": False,
-    }
+    x0 = np.asarray(x0, np.float64).reshape(1, -1)
+    dimension = x0.shape[1]
+    settings = {"max_fun_evals": max_fun_evals, "max_iter": max_fun_evals, "display": "off", "show_tips": False}
+    settings.update(options)
     if full_budget:
-        options["min_fun_evals"] = max_fun_evals
-    target(x0)  # compile the jitted density outside the timed region (not counted below)
+        settings["min_fun_evals"] = max_fun_evals
+    counted(x0)  # compile the jitted density outside the timed region (not counted below)
     count[0] = 0
     start = time.perf_counter()
     vbmc = VBMC(
-        target,
+        counted,
         x0,
         np.full((1, dimension), -np.inf),
         np.full((1, dimension), np.inf),
-        np.full((1, dimension), -1.5),
-        np.full((1, dimension), 1.5),
-        options=options,
+        np.asarray(plausible_lower, np.float64).reshape(1, -1),
+        np.asarray(plausible_upper, np.float64).reshape(1, -1),
+        options=settings,
         seed=seed,
     )
     vp, results = vbmc.optimize()
-    wall_seconds = time.perf_counter() - start
+    return vbmc, vp, results, count[0], time.perf_counter() - start
+
+
+def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
+    dimension = TARGET.dimension
+    x0 = 0.5 * np.random.default_rng(seed).standard_normal((1, dimension))
+    _, vp, results, num_evaluations, wall_seconds = optimise_with_pyvbmc(
+        problem.log_density,
+        x0,
+        np.full(dimension, -1.5),
+        np.full(dimension, 1.5),
+        max_fun_evals=max_fun_evals,
+        full_budget=full_budget,
+        seed=seed,
+    )
     samples, _ = vp.sample(num_metric_samples)
     samples = np.asarray(samples)
     reference = np.asarray(problem.reference_samples(reference_key(seed), num_metric_samples))
@@ -141,7 +158,7 @@ def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
         "gskl": float(divergence),
         "num_components": int(results["components"]),
         "num_iterations": int(results["iterations"]),
-        "num_evaluations": count[0],
+        "num_evaluations": num_evaluations,
         "func_count": int(results["func_count"]),
         "train_set_size": int(results["train_set_size"]),
         "convergence_status": str(results["convergence_status"]),
