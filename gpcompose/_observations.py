@@ -36,6 +36,14 @@ class Observations(eqx.Module):
         return jnp.sum(self.mask)
 
 
+def input_span(X: Float[Array, "C D"], mask: Bool[Array, " C"]) -> tuple[Float[Array, " D"], Float[Array, " D"]]:
+    """Per-coordinate minimum and maximum of the rows of `X` marked by `mask` (the box of
+    the used inputs of a buffer)."""
+    lower = jnp.min(jnp.where(mask[:, None], X, jnp.inf), axis=0)
+    upper = jnp.max(jnp.where(mask[:, None], X, -jnp.inf), axis=0)
+    return lower, upper
+
+
 def make_observations(
     X: Float[ArrayLike, "N D"],
     y: Float[ArrayLike, " N"],

@@ -12,6 +12,7 @@ import pytest
 
 import gpcompose
 from gpcompose import boosting, gp, kernels, means, mixtures
+from gpcompose._observations import input_span
 from gpcompose.quadrature import elbo
 
 from .helpers import autodiff_gradient, finite_difference_gradient
@@ -179,6 +180,32 @@ def test_stabiliser_bounds_the_relbo_and_the_new_component_in_the_tail(getkey):
     )
     # Only the mean is bounded: with a flat m_D in the tail, λ/4 log|Σ| still widens the component.
     assert float(jnp.max(jnp.abs(mean))) < 8.0
+
+
+def test_bounded_steps_keep_the_components_in_the_data_box_where_unbounded_ones_run_away():
+    """With a constant prior mean, exp m_D is not integrable: far from the data m_D is flat and
+    a wider component only gains entropy. Unbounded, the f-step widens the new component without
+    limit and the exact w-step takes it (w = 1); bounded, every mean stays in the box of the
+    training inputs and every standard deviation at most its width."""
+    posterior = small_gp(jax.random.key(3))
+    observations = posterior.observations
+    lower, upper = (np.asarray(bound) for bound in input_span(observations.inputs, observations.mask))
+    start = mixture([1.0], [[0.0, 0.0]], [[1.0, 1.0]], slots=6)
+    settings = dict(
+        relbo_steps=100, relbo_samples=64, weight_samples=100, joint_update_every=2, joint_steps=50,
+        joint_samples_per_component=20,
+    )  # fmt: skip
+    runaway = boosting.Boosting(bounded=False, **settings)
+    _, infos = gpcompose.run(runaway, runaway.init(posterior, start), jax.random.key(0), 3)
+    assert float(jnp.max(infos.variance)) > 1e6 and float(infos.weight[-1]) == 1.0
+    bounded = boosting.Boosting(**settings)
+    state, infos = gpcompose.run(bounded, bounded.init(posterior, start), jax.random.key(0), 3)
+    active = np.asarray(state.mixture.mask)
+    component_means = np.asarray(state.mixture.means)[active]
+    component_sds = np.sqrt(np.asarray(state.mixture.component_variances)[active])
+    assert np.all((component_means >= lower - 1e-12) & (component_means <= upper + 1e-12))
+    assert np.all(component_sds <= upper - lower + 1e-12)
+    assert np.all(np.sqrt(np.asarray(infos.variance)) <= upper - lower + 1e-12)
 
 
 TARGET_CENTRES = 5.0 * jax.random.normal(jax.random.key(100), (12, 1))

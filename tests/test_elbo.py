@@ -209,5 +209,5 @@ def test_maximise_elbo_keeps_means_in_bounds_and_otherwise_reaches_the_target(ge
     free = quadrature.maximise_elbo(posterior, start, key, **settings)
     np.testing.assert_allclose(np.asarray(free.means[0]), np.asarray(location), atol=0.05)
     box = (jnp.array([-1.0, -0.5]), jnp.array([0.0, 1.0]))
-    bounded = quadrature.maximise_elbo(posterior, start, key, mean_bounds=box, **settings)
+    bounded = quadrature.maximise_elbo(posterior, start, key, bounds=box, **settings)
     np.testing.assert_allclose(np.asarray(bounded.means[0]), [0.0, -0.5], atol=1e-12)

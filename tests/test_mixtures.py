@@ -335,6 +335,29 @@ def test_prune_deactivates_light_components_and_renormalises():
     np.testing.assert_array_equal(prune(_padded(), 0.1).mask, [True, True, True, False])
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_clip_to_box_clips_means_and_caps_the_scales_at_the_width(family):
+    """Means clipped to [lower, upper]; every sd ≤ width per coordinate, with the VBMC family's
+    shared λ kept and σ_k lowered just enough; components already inside are unchanged."""
+    mixture, (weights, component_means, variances) = make_mixture(family)
+    lower, upper = jnp.array([-0.5, -3.0]), jnp.array([0.5, 3.0])  # widths 1 and 6
+    clipped = mixture.clip_to_box(lower, upper)
+    np.testing.assert_array_equal(clipped.component_means, np.clip(component_means, lower, upper))
+    np.testing.assert_allclose(clipped.weights, weights, rtol=1e-14)
+    sds, widths = np.sqrt(variances), np.asarray(upper - lower)
+    clipped_sds = np.sqrt(np.asarray(clipped.component_variances))
+    if family == "gaussian_mixture":
+        np.testing.assert_allclose(clipped_sds, np.minimum(sds, widths), rtol=1e-14)
+    else:
+        np.testing.assert_allclose(clipped.log_lambda, mixture.log_lambda)
+        shrink = np.minimum(1.0, np.min(widths / sds, axis=1, keepdims=True))
+        np.testing.assert_allclose(clipped_sds, sds * shrink, rtol=1e-14)
+    assert np.all(clipped_sds <= widths * (1 + 1e-14))
+    wide = mixture.clip_to_box(jnp.full(2, -10.0), jnp.full(2, 10.0))
+    for new, old in zip(jax.tree.leaves(wide), jax.tree.leaves(mixture)):
+        np.testing.assert_array_equal(new, old)
+
+
 # ---------------------------------------------------------------------------------------
 # Gaussians.
 # ---------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from .._observations import input_span
 from ..gp import ExactPosterior
 from ..mixtures import GaussianMixture
 from ..quadrature import maximise_elbo
@@ -77,6 +78,16 @@ class Boosting(eqx.Module):
     - `joint_update_every` 20 (0: never), `joint_steps` 300, `joint_samples_per_component`
       250 (code); `joint_learning_rate` 0.05 [ours, cosine-decayed, means in units of the
       mixture's standard deviations].
+    - `bounded` True [ours, VBMC's practice]: the f-step and the joint update keep every
+      component in the box of the GP's training inputs (means inside, standard deviations
+      at most its width; `AbstractGaussianMixture.clip_to_box`, PyVBMC's bounds). With the
+      constant prior mean of §6.1.2, exp m_D is not integrable (the thesis's own caveat):
+      far from the data m_D is flat, so a wider component gains entropy (λ/4 log|Σ| in the
+      RELBO, H[q] in the ELBO) at no cost and both objectives are unbounded above. The
+      thesis's Robbins–Monro w-step from w = 1e-12 rarely takes such a component; the
+      exact w-step does (w = 1), and the mixture then runs away (seen on the Student-t
+      toy problem, D = 2: σ ≈ 4e6 after 8 steps, ‖μ‖ ≈ 1e78 after 20). False: the thesis's
+      unbounded steps.
 
     !!! Example
         ```python
@@ -106,6 +117,7 @@ class Boosting(eqx.Module):
     joint_update_every: int = eqx.field(static=True, default=20)
     joint_steps: int = eqx.field(static=True, default=300)
     joint_samples_per_component: int = eqx.field(static=True, default=250)
+    bounded: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
         counts = ("relbo_steps", "relbo_samples", "weight_samples", "joint_steps", "joint_samples_per_component")
@@ -129,6 +141,15 @@ class Boosting(eqx.Module):
             raise ValueError(f"`mixture` has dimension {mixture.dimension} but `posterior` has {dimension}.")
         return BoostingState(mixture, posterior, jnp.zeros((), jnp.int32))
 
+    def bounds(self, posterior: ExactPosterior | SparsePosterior):
+        """The box of the GP's training inputs that the components keep to (None if not `bounded`)."""
+        if not self.bounded:
+            return None
+        observations = posterior.observations
+        lower, upper = input_span(observations.inputs, observations.mask)
+        no_data = ~jnp.any(observations.mask)  # a GP with no data bounds nothing
+        return jnp.where(no_data, -jnp.inf, lower), jnp.where(no_data, jnp.inf, upper)
+
     def joint_update(self, state: BoostingState, key: PRNGKeyArray) -> BoostingState:
         """Adam on the surrogate ELBO over every component, then pruning below β."""
         mixture = state.mixture
@@ -141,6 +162,7 @@ class Boosting(eqx.Module):
             num_steps=self.joint_steps,
             learning_rate=self.joint_learning_rate,
             num_entropy_samples=self.joint_samples_per_component * mixture.num_components,
+            bounds=self.bounds(state.posterior),
         )
         return eqx.tree_at(lambda s: s.mixture, state, mixture.prune(self.prune_threshold))
 
@@ -158,6 +180,7 @@ class Boosting(eqx.Module):
             num_steps=self.relbo_steps,
             learning_rate=self.relbo_learning_rate,
             num_samples=self.relbo_samples,
+            bounds=self.bounds(posterior),
         )
         problem = weight_problem(posterior, mixture, mean, log_scale, weight_key, self.weight_samples)
         weight = solve_weight(problem, self.weight_tolerance)

@@ -59,6 +59,7 @@ def fit_component(
     num_steps: int,
     learning_rate: Float[Array, ""],
     num_samples: int,
+    bounds: tuple[Float[Array, " D"], Float[Array, " D"]] | None = None,
 ) -> tuple[Float[Array, " D"], Float[Array, " D"], Float[Array, ""]]:
     """The f-step: maximise `relbo` over (μ, log σ) by Adam with fresh reparameterisation
     noise (`num_samples` draws) at every one of `num_steps` steps.
@@ -66,6 +67,10 @@ def fit_component(
     The search starts at one draw θ₀ ~ q with the scales σ₀ of the component it came from
     (the reference code starts at μ ~ q, σ² ~ HalfNormal(1); using σ₀ [ours] makes the start
     scale-free), and moves μ in units of σ₀. Non-finite gradients are zeroed.
+
+    `bounds = (lower, upper)` keeps the component in that box (mean in it, standard
+    deviations at most its width; `AbstractGaussianMixture.clip_to_box`) from the start and
+    after every step (projected Adam).
 
     **Returns:** (μ, log σ, RELBO at the result, on fresh noise).
     """
@@ -75,6 +80,20 @@ def fit_component(
     index = jax.random.categorical(choice_key, mixture.log_weights)
     start_scale = jnp.sqrt(mixture.component_variances[index])
     start_mean = mixture.component_means[index] + start_scale * jax.random.normal(start_key, (dimension,), dtype)
+
+    def clip(mean, log_scale):
+        if bounds is None:
+            return mean, log_scale
+        component = gaussian_as_mixture(mean, log_scale).clip_to_box(*bounds)
+        return component.means[0], component.log_scales[0]
+
+    start_mean, start_log_scale = clip(start_mean, jnp.log(start_scale))
+    start_scale = jnp.exp(start_log_scale)
+
+    def project(parameters):
+        offset, log_scale = parameters
+        mean, log_scale = clip(start_mean + start_scale * offset, log_scale)
+        return (mean - start_mean) / start_scale, log_scale
 
     def objective(parameters, noise):
         offset, log_scale = parameters
@@ -97,9 +116,9 @@ def fit_component(
         gradient = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), gradient)
         with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
             updates, optimiser_state = optimiser.update(gradient, optimiser_state)
-        return (optax.apply_updates(parameters, updates), optimiser_state), None
+        return (project(optax.apply_updates(parameters, updates)), optimiser_state), None
 
-    parameters = (jnp.zeros((dimension,), dtype), jnp.log(start_scale))
+    parameters = (jnp.zeros((dimension,), dtype), start_log_scale)
     (parameters, _), _ = jax.lax.scan(
         step, (parameters, optimiser.init(parameters)), jax.random.split(steps_key, num_steps)
     )

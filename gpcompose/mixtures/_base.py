@@ -161,6 +161,17 @@ class AbstractGaussianMixture(eqx.Module):
         """Mean and covariance of the Gaussian with the same first two moments as q."""
         return self.mean(), self.covariance()
 
+    @abc.abstractmethod
+    def clip_to_box(self, lower: Float[Array, " D"], upper: Float[Array, " D"]) -> "AbstractGaussianMixture":
+        """The mixture with every component mean clipped to [lower, upper] and every
+        component standard deviation capped at the box's width upper − lower, per coordinate.
+
+        These are VBMC's bounds on its variational parameters with the box of the training
+        inputs (PyVBMC `VariationalPosterior.get_bounds`: μ in [min X, max X], log scale
+        ≤ log(max X − min X)): no component sits, or spreads, where the GP surrogate has no
+        data and only extrapolates its prior mean.
+        """
+
     def prune(self, threshold: float | Float[Array, ""]) -> "AbstractGaussianMixture":
         """Deactivate components whose weight is below `threshold` (the largest always stays)."""
         weights = self.weights

@@ -55,6 +55,11 @@ class GaussianMixture(AbstractGaussianMixture):
     def component_variances(self) -> Float[Array, "K D"]:
         return jnp.exp(2.0 * self.log_scales)
 
+    def clip_to_box(self, lower: Float[Array, " D"], upper: Float[Array, " D"]) -> "GaussianMixture":
+        means = jnp.clip(self.means, lower[None, :], upper[None, :])
+        log_scales = jnp.minimum(self.log_scales, jnp.log(upper - lower)[None, :])
+        return GaussianMixture(self.logits, means, log_scales, self.mask)
+
     def add_component(
         self, weight: Float[ArrayLike, ""], mean: Float[ArrayLike, " D"], variance: Float[ArrayLike, " D"]
     ) -> "GaussianMixture":

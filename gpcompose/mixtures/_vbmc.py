@@ -28,6 +28,12 @@ class VBMCMixture(AbstractGaussianMixture):
     def component_variances(self) -> Float[Array, "K D"]:
         return jnp.exp(2.0 * (self.log_sigma[:, None] + self.log_lambda[None, :]))
 
+    def clip_to_box(self, lower: Float[Array, " D"], upper: Float[Array, " D"]) -> "VBMCMixture":
+        """σ_k λ_d ≤ width_d for every d is log σ_k ≤ min_d(log width_d − log λ_d)."""
+        means = jnp.clip(self.means, lower[None, :], upper[None, :])
+        log_sigma = jnp.minimum(self.log_sigma, jnp.min(jnp.log(upper - lower) - self.log_lambda))
+        return VBMCMixture(self.logits, means, log_sigma, self.log_lambda, self.mask)
+
     def add_component(
         self, weight: Float[ArrayLike, ""], mean: Float[ArrayLike, " D"], sigma: Float[ArrayLike, ""]
     ) -> "VBMCMixture":

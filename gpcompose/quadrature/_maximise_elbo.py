@@ -32,7 +32,7 @@ def maximise_elbo(
     num_steps: int,
     learning_rate: float,
     num_entropy_samples: int,
-    mean_bounds: tuple[Float[Array, " D"], Float[Array, " D"]] | None = None,
+    bounds: tuple[Float[Array, " D"], Float[Array, " D"]] | None = None,
 ) -> AbstractGaussianMixture:
     """Stochastic gradient ascent (Adam, cosine-decayed step) on the surrogate ELBO
     E_f[∫ q f] + H[q] (Bayesian quadrature + reparameterised entropy, fresh samples at
@@ -43,32 +43,31 @@ def maximise_elbo(
     fits any scale. Non-finite gradients are zeroed, and if the final mixture is not
     finite the input mixture is returned (the reference code's revert to a backup).
 
-    `mean_bounds = (lower, upper)` keeps every component mean in that box: the means are
-    projected onto it at the start and after every step (projected gradient ascent). VBMC
-    bounds its component means by the box of the training inputs in the same way (PyVBMC
-    `VariationalPosterior.get_bounds`), so that no component sits where the surrogate has
-    no data and only extrapolates.
+    `bounds = (lower, upper)` keeps every component in that box: its means in [lower, upper]
+    and its standard deviations at most upper − lower per coordinate
+    (`AbstractGaussianMixture.clip_to_box`), imposed at the start and after every step
+    (projected gradient ascent). VBMC bounds its variational parameters by the box of the
+    training inputs in the same way (PyVBMC `VariationalPosterior.get_bounds`), so that no
+    component sits or spreads where the surrogate has no data and only extrapolates.
     """
     if not isinstance(mixture, AbstractGaussianMixture) or not hasattr(mixture, "means"):
         raise ValueError(f"`mixture` must be a Gaussian mixture with a `means` field, got {type(mixture).__name__}.")
 
-    def project(parameters):
-        if mean_bounds is None:
-            return parameters
-        lower, upper = mean_bounds
-        return eqx.tree_at(
-            lambda m: m.means,
-            parameters,
-            jnp.clip(parameters.means, (lower / width)[None, :], (upper / width)[None, :]),
-        )
+    def to_units(current):
+        return eqx.tree_at(lambda m: m.means, current, current.means / width[None, :])
 
-    scaled = eqx.tree_at(lambda m: m.means, mixture, mixture.means / width[None, :])
-    parameters, static = eqx.partition(scaled, eqx.is_inexact_array)
-    parameters = project(parameters)
+    parameters, static = eqx.partition(to_units(mixture), eqx.is_inexact_array)
 
     def build(parameters):
         current = eqx.combine(parameters, static)
         return eqx.tree_at(lambda m: m.means, current, current.means * width[None, :])
+
+    def project(parameters):
+        if bounds is None:
+            return parameters
+        return eqx.partition(to_units(build(parameters).clip_to_box(*bounds)), eqx.is_inexact_array)[0]
+
+    parameters = project(parameters)
 
     def loss(parameters, step_key):
         return -elbo(posterior, build(parameters), step_key, num_entropy_samples)[0]

@@ -11,6 +11,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import gp, sparse
 from .._maximise import maximise
+from .._observations import input_span
 from ..kernels import SquaredExponential
 from ..means import NegativeQuadratic
 from ..parameters import Positive, Real, log_prior
@@ -22,13 +23,6 @@ class Surrogate(eqx.Module):
 
     kernel: SquaredExponential
     mean: NegativeQuadratic
-
-
-def input_span(X: Float[Array, "C D"], mask: Bool[Array, " C"]) -> tuple[Float[Array, " D"], Float[Array, " D"]]:
-    """Per-coordinate minimum and maximum of the rows of `X` marked by `mask`."""
-    lower = jnp.min(jnp.where(mask[:, None], X, jnp.inf), axis=0)
-    upper = jnp.max(jnp.where(mask[:, None], X, -jnp.inf), axis=0)
-    return lower, upper
 
 
 def plausible_box(

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from .. import sparse
+from .._observations import input_span
 from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximise_elbo
 from ..sparse import select_inducing_points
@@ -18,7 +19,6 @@ from ._surrogate import (
     fit_exact,
     fit_sparse,
     initial_surrogate,
-    input_span,
     plausible_box,
     sparse_objective,
 )
@@ -134,7 +134,7 @@ def retrain(
     )
 
     entropy_samples = options.entropy_samples()
-    training_box = input_span(inputs, keep)  # the component means stay inside (as in VBMC)
+    training_box = input_span(inputs, keep)  # the components stay inside (as in VBMC)
     if previous is None:
         surrogate_mean, _ = sparse.predict(posterior, inputs)
         candidate_threshold = dimension + 2.0
@@ -153,7 +153,7 @@ def retrain(
             num_entropy_samples=entropy_samples,
             comparison_samples=options.final_entropy_samples,
             tolerance=options.buildup_tolerance,
-            mean_bounds=training_box,
+            bounds=training_box,
         )
     else:
         mixture = maximise_elbo(
@@ -164,7 +164,7 @@ def retrain(
             num_steps=options.round_steps,
             learning_rate=options.learning_rate,
             num_entropy_samples=entropy_samples,
-            mean_bounds=training_box,
+            bounds=training_box,
         )
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     return posterior, mixture, elbo_mean, elbo_sd, centre, width

@@ -83,7 +83,7 @@ def build_up(
     num_entropy_samples: int,
     comparison_samples: int,
     tolerance: float,
-    mean_bounds: tuple[Float[Array, " D"], Float[Array, " D"]],
+    bounds: tuple[Float[Array, " D"], Float[Array, " D"]],
 ) -> VBMCMixture:
     """Grow and optimise the mixture until the ELBO gain of a stage is below `tolerance`
     or K = K_max (SVBMC §3.3: "until the change in KL falls below a threshold"; ΔKL =
@@ -100,7 +100,7 @@ def build_up(
             num_steps=num_steps,
             learning_rate=learning_rate,
             num_entropy_samples=num_entropy_samples,
-            mean_bounds=mean_bounds,
+            bounds=bounds,
         )
 
     def score(current):
