@@ -9,6 +9,7 @@ import pytest
 import scipy.integrate
 import scipy.stats
 
+import gpcompose.priors
 from gpcompose.parameters import Positive, Real
 from gpcompose.priors import Gamma, LogNormal, LogScale, Normal, StudentT
 
@@ -177,3 +178,86 @@ def test_prior_without_jacobian_is_not_normalised_in_u():
 def test_gamma_rejects_non_positive_shape_or_scale(shape, scale):
     with pytest.raises(ValueError, match="shape|scale"):
         Gamma(shape, scale)
+
+
+# ------------------------------------------------------------------ sampling
+
+NUM_DRAWS = 4000
+
+# (prior, the scipy distribution of its draws)
+_SAMPLERS = {
+    "gamma(1, 2)": (Gamma(1.0, 2.0), scipy.stats.gamma(a=1.0, scale=2.0)),
+    "gamma(0.5, 1.5)": (Gamma(0.5, 1.5), scipy.stats.gamma(a=0.5, scale=1.5)),
+    "gamma(7.5, 0.25)": (Gamma(7.5, 0.25), scipy.stats.gamma(a=7.5, scale=0.25)),
+    "normal": (Normal(1.5, 0.3), scipy.stats.norm(1.5, 0.3)),
+    "lognormal": (LogNormal(-1.0, 1.2), scipy.stats.lognorm(s=1.2, scale=np.exp(-1.0))),
+    "student-t(3)": (StudentT(3.0, -1.0, 0.7), scipy.stats.t(3.0, -1.0, 0.7)),
+    "student-t(30)": (StudentT(30.0, 2.0, 3.0), scipy.stats.t(30.0, 2.0, 3.0)),
+    "logscale-normal": (LogScale(Normal(0.3, 0.8)), scipy.stats.lognorm(s=0.8, scale=np.exp(0.3))),
+    "logscale-gamma": (LogScale(Gamma(2.0, 0.5)), scipy.stats.loggamma(c=2.0, scale=0.5)),
+}
+
+
+@pytest.mark.parametrize("name", list(_SAMPLERS))
+def test_samples_follow_the_prior(name, getkey):
+    prior, distribution = _SAMPLERS[name]
+    draws = np.asarray(prior.sample(getkey(), (NUM_DRAWS,)))
+    assert draws.shape == (NUM_DRAWS,) and draws.dtype == np.float64
+    if isinstance(prior, LogScale) and isinstance(prior.base, Gamma):
+        # the log of the draw follows the base: log x ~ Gamma(2, 0.5), i.e. x = e^G
+        draws = np.log(draws)
+        distribution = scipy.stats.gamma(a=2.0, scale=0.5)
+    # a fixed key: p-values of a correct sampler are uniform, so 10⁻³ fails 1 key in 1000
+    assert scipy.stats.kstest(draws, distribution.cdf).pvalue > 1e-3
+    # the sample mean within 5 standard errors (every distribution here has a variance)
+    standard_error = distribution.std() / np.sqrt(NUM_DRAWS)
+    assert abs(draws.mean() - distribution.mean()) < 5 * standard_error
+
+
+def test_gamma_sample_uses_the_scale_not_the_rate(getkey):
+    # SteinGP's Gamma(shape 1, scale 2) has mean 2 (a rate of 2 would give mean 0.5)
+    draws = np.asarray(Gamma(1.0, 2.0).sample(getkey(), (20_000,)))
+    np.testing.assert_allclose(draws.mean(), 2.0, atol=5 * 2.0 / np.sqrt(20_000))
+    np.testing.assert_allclose(draws.var(), 4.0, rtol=0.1)
+
+
+def test_sample_broadcasts_elementwise_parameters(getkey):
+    shape, scale = np.array([1.0, 4.0, 9.0]), np.array([2.0, 0.5, 0.1])
+    draws = np.asarray(Gamma(jnp.asarray(shape), jnp.asarray(scale)).sample(getkey(), (NUM_DRAWS, 3)))
+    for column in range(3):
+        distribution = scipy.stats.gamma(a=shape[column], scale=scale[column])
+        assert scipy.stats.kstest(draws[:, column], distribution.cdf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("name", list(_SAMPLERS))
+def test_sample_under_jit_and_vmap_equals_eager_draws(name, getkey):
+    prior, _ = _SAMPLERS[name]
+    keys = jax.random.split(getkey(), 3)
+    eager = np.stack([prior.sample(key, (5,)) for key in keys])
+    sample = eqx.debug.assert_max_traces(lambda key: prior.sample(key, (5,)), max_traces=1)
+    jitted = np.stack([jax.jit(sample)(key) for key in keys])
+    batched = jax.jit(jax.vmap(lambda key: prior.sample(key, (5,))))(keys)
+    np.testing.assert_allclose(jitted, eager, rtol=1e-12)
+    np.testing.assert_allclose(batched, eager, rtol=1e-12)
+
+
+def test_sample_keeps_float32(getkey):
+    prior = Gamma(jnp.float32(1.0), jnp.float32(2.0))
+    assert prior.sample(getkey(), (4,)).dtype == jnp.float32
+    assert LogScale(StudentT(jnp.float32(3.0), jnp.float32(0.0), jnp.float32(1.0))).sample(getkey(), ()).dtype == (
+        jnp.float32
+    )
+
+
+class _Flat(gpcompose.priors.AbstractPrior):
+    """An improper flat density, to check that a prior without a sampler says so."""
+
+    def log_prob(self, value):
+        return jnp.zeros_like(jnp.asarray(value))
+
+
+def test_prior_without_sampler_raises_naming_it(getkey):
+    with pytest.raises(NotImplementedError, match="_Flat has no `sample`"):
+        _Flat().sample(getkey(), (3,))
+    with pytest.raises(NotImplementedError, match="_Flat has no `sample`"):
+        LogScale(_Flat()).sample(getkey(), (3,))

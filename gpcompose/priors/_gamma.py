@@ -2,16 +2,17 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from ._base import AbstractPrior
+from ._base import AbstractPrior, sample_dtype
 
 
 class Gamma(AbstractPrior):
     """Gamma prior with `shape` k and `scale` θ on a positive parameter.
 
-    log p(x) = (k − 1) log x − x/θ − log Γ(k) − k log θ. The Stein GP document uses
-    Gamma(shape 1, scale 2) on lengthscales and variances.
+    log p(x) = (k − 1) log x − x/θ − log Γ(k) − k log θ (mean kθ, variance kθ²). The Stein
+    GP document uses Gamma(shape 1, scale 2) on lengthscales and variances (§2.6; *scale*,
+    not rate: mean 2). `sample` draws θ · G with G ~ Gamma(k, 1) (`jax.random.gamma`).
     """
 
     shape: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
@@ -31,3 +32,7 @@ class Gamma(AbstractPrior):
             - gammaln(self.shape)
             - self.shape * jnp.log(self.scale)
         )
+
+    def sample(self, key: PRNGKeyArray, shape: tuple[int, ...]) -> Float[Array, "*shape"]:
+        concentration, scale = (jnp.broadcast_to(parameter, shape) for parameter in (self.shape, self.scale))
+        return scale * jax.random.gamma(key, concentration, shape, sample_dtype(scale))

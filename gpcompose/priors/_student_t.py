@@ -1,9 +1,10 @@
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from ._base import AbstractPrior
+from ._base import AbstractPrior, sample_dtype
 
 
 class StudentT(AbstractPrior):
@@ -11,7 +12,8 @@ class StudentT(AbstractPrior):
 
     log p(x) = log Γ((ν+1)/2) − log Γ(ν/2) − ½ log(νπ) − log s − (ν+1)/2 · log(1 + z²/ν),
     z = (x − loc)/s. VBMC puts a Student-t (ν = 3) on log-lengthscales: use
-    `LogScale(StudentT(3.0, loc, scale))`.
+    `LogScale(StudentT(3.0, loc, scale))`. `sample` draws loc + s · T, T a standard
+    Student-t with ν degrees of freedom (`jax.random.t`).
     """
 
     df: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)
@@ -27,3 +29,7 @@ class StudentT(AbstractPrior):
             - jnp.log(self.scale)
             - 0.5 * (self.df + 1) * jnp.log1p(z**2 / self.df)
         )
+
+    def sample(self, key: PRNGKeyArray, shape: tuple[int, ...]) -> Float[Array, "*shape"]:
+        df, loc, scale = (jnp.broadcast_to(parameter, shape) for parameter in (self.df, self.loc, self.scale))
+        return loc + scale * jax.random.t(key, df, shape, sample_dtype(scale))
