@@ -50,6 +50,7 @@ import datetime  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -377,9 +378,21 @@ def run_problems(args, options, num_metric_samples, output_dir):
                 continue
             outcome = run_seed(problem, seed, options, num_metric_samples, args.budget, args.batch_size)
             outcome["date"] = datetime.datetime.now(datetime.UTC).isoformat()
+            outcome["code"] = code_version()
             print(problem_name, json.dumps(outcome), flush=True)
             record["runs"].append(outcome)
             path.write_text(json.dumps(record, indent=1))
+
+
+def code_version() -> str:
+    """The commit the run used, with "+changes" if gpcompose/ or benchmarks/ differ from it."""
+
+    def git(*arguments):
+        return subprocess.run(["git", *arguments], cwd=HERE, capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--", "../gpcompose", ".")
+    return commit + ("+changes" if changed else "")
 
 
 def table(output_dir):
