@@ -22,8 +22,10 @@ from gpcompose.parameters import (
     is_parameter,
     log_prior,
     partition,
+    sample_unconstrained,
     trainable_spec,
     value_of,
+    with_prior_draws,
 )
 from gpcompose.priors import Gamma, LogNormal, LogScale, Normal, StudentT
 
@@ -295,3 +297,112 @@ def test_float32_smoke():
     exp_parameter = Positive(jnp.float32(1e-3), transform="exp", minimum=1e-6)
     np.testing.assert_allclose(float(exp_parameter.value), 1e-3, rtol=1e-6)
     assert exp_parameter.value.dtype == jnp.float32
+
+
+# ------------------------------------------------- prior draws in the coordinate u
+
+NUM_DRAWS = 4000
+
+
+def _draws(parameter, key, num_draws=NUM_DRAWS):
+    """`num_draws` unconstrained draws and the constrained values they map to (one compile)."""
+
+    @jax.jit
+    def draw(key):
+        unconstrained = sample_unconstrained(parameter, key)
+        return unconstrained, _with_unconstrained(parameter, unconstrained).value
+
+    unconstrained, values = jax.vmap(draw)(jax.random.split(key, num_draws))
+    return np.asarray(unconstrained), np.asarray(values)
+
+
+# (parameter, the scipy distribution of its constrained draws)
+_PRIOR_DRAWS = {
+    "gamma-softplus-steingp": (
+        Positive(1.0, minimum=1e-6, prior=Gamma(1.0, 2.0)),
+        scipy.stats.gamma(a=1.0, scale=2.0),
+    ),
+    "gamma-exp": (Positive(0.3, transform="exp", prior=Gamma(3.0, 0.5)), scipy.stats.gamma(a=3.0, scale=0.5)),
+    "lognormal-softplus": (Positive(1.0, prior=LogNormal(-1.0, 1.2)), scipy.stats.lognorm(s=1.2, scale=np.exp(-1.0))),
+    "logscale-t-exp": (
+        Positive(1.0, transform="exp", prior=LogScale(StudentT(5.0, 0.0, 0.5))),
+        scipy.stats.t(5.0, 0.0, 0.5),  # of log θ
+    ),
+    "normal-real": (Real(0.0, prior=Normal(0.5, 2.0)), scipy.stats.norm(0.5, 2.0)),
+    "student-t-real": (Real(3.0, prior=StudentT(4.0, -1.0, 0.7)), scipy.stats.t(4.0, -1.0, 0.7)),
+    # no prior: the document's U[0, 1], above the lower bound
+    "uniform-positive": (Positive(5.0, minimum=1e-6), scipy.stats.uniform(1e-6, 1.0)),
+    "uniform-positive-minimum": (Positive(5.0, transform="exp", minimum=0.5), scipy.stats.uniform(0.5, 1.0)),
+    "uniform-real": (Real(-3.0), scipy.stats.uniform(0.0, 1.0)),
+}
+
+
+@pytest.mark.parametrize("name", list(_PRIOR_DRAWS))
+def test_sample_unconstrained_maps_a_prior_draw_through_the_inverse_transform(name, getkey):
+    parameter, distribution = _PRIOR_DRAWS[name]
+    unconstrained, values = _draws(parameter, getkey())
+    assert np.all(np.isfinite(unconstrained))
+    # u = T⁻¹(θ): the stored coordinate is the inverse transform of the drawn value
+    np.testing.assert_allclose(parameter.inverse(jnp.asarray(values)), unconstrained, rtol=1e-9, atol=1e-9)
+    if name == "logscale-t-exp":
+        values = np.log(values)
+    # a fixed key: 10⁻³ fails one correct sampler in 1000 keys
+    assert scipy.stats.kstest(values, distribution.cdf).pvalue > 1e-3
+
+
+def test_prior_draw_is_not_written_into_the_unconstrained_coordinate(getkey):
+    # the reference code's quirk: u ~ Gamma(1, 2) gives θ = softplus(u) with mean ≈ 2.2, not 2
+    unconstrained, values = _draws(Positive(1.0, minimum=1e-6, prior=Gamma(1.0, 2.0)), getkey())
+    assert scipy.stats.kstest(unconstrained, scipy.stats.gamma(a=1.0, scale=2.0).cdf).pvalue < 1e-10
+    assert np.any(unconstrained < 0)
+
+
+def test_sample_unconstrained_keeps_draws_below_the_floor_finite(getkey):
+    # 22 % of Gamma(1, 2) lies below 0.5 and all of LogNormal(−30, 0.1) below 10⁻⁶
+    for parameter, fraction in [
+        (Positive(1.0, minimum=0.5, prior=Gamma(1.0, 2.0)), scipy.stats.gamma(a=1.0, scale=2.0).cdf(0.5)),
+        (Positive(1.0, minimum=1e-6, prior=LogNormal(-30.0, 0.1)), 1.0),
+    ]:
+        unconstrained, values = _draws(parameter, getkey(), 1000)
+        assert np.all(np.isfinite(unconstrained)) and np.all(values > parameter.minimum)
+        at_floor = unconstrained == unconstrained.min()
+        np.testing.assert_allclose(at_floor.mean(), fraction, atol=4 * np.sqrt(fraction * (1 - fraction) / 1000))
+        np.testing.assert_allclose(values[at_floor], parameter.minimum, rtol=1e-15)
+
+
+def test_sample_unconstrained_keeps_shape_and_dtype(getkey):
+    parameter = Positive(jnp.ones((2, 3), jnp.float32), prior=Gamma(jnp.float32(1.0), jnp.float32(2.0)))
+    unconstrained = sample_unconstrained(parameter, getkey())
+    assert unconstrained.shape == (2, 3) and unconstrained.dtype == jnp.float32
+    # float32 draws at the floor stay finite too
+    floor = Positive(jnp.float32(1.0), minimum=1e-6, prior=LogNormal(jnp.float32(-30.0), jnp.float32(0.1)))
+    assert bool(jnp.isfinite(sample_unconstrained(floor, getkey())))
+
+
+def test_sample_unconstrained_rejects_fixed(getkey):
+    with pytest.raises(ValueError, match="Positive or Real"):
+        sample_unconstrained(Fixed(1.0), getkey())
+
+
+def test_with_prior_draws_replaces_trainable_parameters_only(getkey):
+    tree = _model()
+    drawn = jax.jit(with_prior_draws)(tree, getkey())
+    kernel, reference = drawn["kernel"], tree["kernel"]
+    for fixed, original in [
+        (kernel.left.variance, reference.left.variance),
+        (kernel.right.period, reference.right.period),
+    ]:
+        assert fixed.value == original.value
+    trainable_now, trainable_before = flatten(drawn)[0], flatten(tree)[0]
+    assert trainable_now.shape == trainable_before.shape
+    assert np.all(np.asarray(trainable_now) != np.asarray(trainable_before))
+    # one key per parameter: the two elements of the ARD lengthscale differ, and the
+    # parameters without a prior are U[0, 1) above their bound
+    lengthscale = kernel.left.lengthscale.value
+    assert lengthscale[0] != lengthscale[1] and bool(jnp.all((lengthscale > 0) & (lengthscale < 1)))
+    assert 0 <= float(drawn["mean"].constant.value) < 1
+    # vmap over keys equals a Python loop
+    keys = jax.random.split(getkey(), 3)
+    batched = jax.vmap(lambda key: flatten(with_prior_draws(tree, key))[0])(keys)
+    for index, key in enumerate(keys):
+        np.testing.assert_allclose(flatten(with_prior_draws(tree, key))[0], batched[index], rtol=1e-12)

@@ -9,6 +9,8 @@ from ._parameter import AbstractParameter as AbstractParameter
 from ._positive import Positive as Positive
 from ._real import Fixed as Fixed
 from ._real import Real as Real
+from ._sample import sample_unconstrained as sample_unconstrained
+from ._sample import with_prior_draws as with_prior_draws
 from ._tree import (
     as_positive as as_positive,
 )

@@ -46,10 +46,9 @@ class Positive(AbstractParameter):
         value = _as_float_array(value)
         if not isinstance(value, jax.core.Tracer) and not bool(jnp.all(value > minimum)):
             raise ValueError(f"`value` must be > {minimum} for a Positive parameter, got {value}.")
-        shifted = value - minimum
-        self.unconstrained = jnp.log(shifted) if transform == "exp" else _inverse_softplus(shifted)
         self.transform = transform
         self.minimum = float(minimum)
+        self.unconstrained = self.inverse(value)
         self.prior = prior
 
     @property
@@ -57,6 +56,12 @@ class Positive(AbstractParameter):
         if self.transform == "exp":
             return self.minimum + jnp.exp(self.unconstrained)
         return self.minimum + jax.nn.softplus(self.unconstrained)
+
+    def inverse(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
+        """The unconstrained coordinate u = T⁻¹(value): log(value − minimum) for `"exp"`,
+        log(e^(value − minimum) − 1) for `"softplus"` (−∞ or NaN at or below `minimum`)."""
+        shifted = jnp.asarray(value) - self.minimum
+        return jnp.log(shifted) if self.transform == "exp" else _inverse_softplus(shifted)
 
     def log_jacobian(self) -> Float[Array, ""]:
         if self.transform == "exp":

@@ -13,12 +13,16 @@ class Real(AbstractParameter):
     prior: AbstractPrior | None
 
     def __init__(self, value: Float[ArrayLike, "*shape"], prior: AbstractPrior | None = None):
-        self.unconstrained = _as_float_array(value)
+        self.unconstrained = self.inverse(value)
         self.prior = prior
 
     @property
     def value(self) -> Float[Array, "*shape"]:
         return self.unconstrained
+
+    def inverse(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
+        """The unconstrained coordinate of `value`: `value` itself (identity transform)."""
+        return _as_float_array(value)
 
     def log_jacobian(self) -> Float[Array, ""]:
         return jnp.zeros((), self.unconstrained.dtype)
