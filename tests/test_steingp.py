@@ -185,8 +185,8 @@ def test_svgd_on_the_gamma_prior_in_softplus_space_needs_the_jacobian(getkey):
 
 
 def initial_result(X, y, likelihood, key):
-    """Four initial particles (spread around the prior's centre) as a result: the predictive
-    formulae hold at any particles, so no SVGD run is needed."""
+    """Four initial particles (drawn from the priors) as a result: the predictive formulae
+    hold at any particles, so no SVGD run is needed."""
     algorithm = steingp.SteinGP(steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=likelihood))
     return algorithm.result(algorithm.init(key, 4), None)
 
@@ -263,7 +263,9 @@ def test_one_particle_ascends_to_the_map_hyperparameters(data, getkey):
     X, y = data
     model = steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
     schedule = optax.exponential_decay(0.1, transition_steps=100, decay_rate=0.5)
-    algorithm = steingp.SteinGP(model, optimizer=optax.adam(schedule), initial_scale=0.0)
+    algorithm = steingp.SteinGP(
+        model, optimizer=optax.adam(schedule), initialisation="around_initial", initial_scale=0.0
+    )
     state, _ = gpcompose.run(algorithm, algorithm.init(getkey(), 1), getkey(), 1500)
     kernel, likelihood = algorithm.result(state, None).components
 
@@ -336,6 +338,60 @@ def test_float32_smoke_fit(data, getkey):
     assert bool(jnp.all(result.info.finite)) and bool(jnp.all(jnp.isfinite(variance)))
 
 
+def test_prior_initialisation_draws_the_hyperparameters_from_their_priors(data, getkey):
+    X, y = data
+    model = steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
+    result = steingp.SteinGP(model).result(steingp.SteinGP(model).init(getkey(), 2000), None)
+    gamma = stats.gamma(a=1.0, scale=2.0)  # SteinGP's default prior, mean 2, sd 2
+    for values in particle_hyperparameters(result):
+        assert abs(values.mean() - 2.0) < 4 * 2.0 / np.sqrt(values.size)
+        assert stats.kstest(values - 1e-6, gamma.cdf).pvalue > 1e-3
+    # the initial values (all 1) are not the centre: the draws reach far beyond u₀ ± 3
+    assert np.max(particle_hyperparameters(result)[0]) > 10.0
+
+
+def test_prior_initialisation_draws_latents_from_their_prior(sparse_classifier, getkey):
+    state = steingp.SteinGP(sparse_classifier).init(getkey(), 2000)
+    latents = np.asarray(state.particles.latents)
+    assert latents.shape == (2000, 5)
+    assert stats.kstest(latents.ravel(), stats.norm.cdf).pvalue > 1e-3
+
+
+def old_initial_particles(model, key, num_particles, scale):
+    """The initialisation before `initialisation` existed (u₀ + scale · ε, ν ~ N(0, I)), with
+    its key splits, written out."""
+    hyperparameters, _ = gpcompose.parameters.partition((model.kernel, model.likelihood))
+    leaves, treedef = jax.tree.flatten(hyperparameters)
+    particles = []
+    for particle_key in jax.random.split(key, num_particles):
+        hyper_key, latent_key = jax.random.split(particle_key)
+        leaf_keys = jax.random.split(hyper_key, len(leaves))
+        moved = [leaf + scale * jax.random.normal(k, leaf.shape, leaf.dtype) for leaf, k in zip(leaves, leaf_keys)]
+        latents = jax.random.normal(latent_key, (model.num_latents,), model.X.dtype)
+        particles.append(ravel_pytree((jax.tree.unflatten(treedef, moved), latents))[0])
+    return np.stack(particles)
+
+
+def test_around_initial_reproduces_the_previous_initialisation(sparse_classifier, getkey):
+    key = getkey()
+    algorithm = steingp.SteinGP(sparse_classifier, initialisation="around_initial", initial_scale=0.7)
+    state = algorithm.init(key, 3)
+    particles = np.stack([ravel_pytree(jax.tree.map(lambda x: x[j], state.particles))[0] for j in range(3)])
+    np.testing.assert_array_equal(particles, old_initial_particles(sparse_classifier, key, 3, 0.7))
+
+
+@pytest.mark.parametrize("initialisation", ["prior", "around_initial"])
+def test_fit_passes_the_initialisation_through(data, getkey, initialisation):
+    X, y = data
+    key = getkey()
+    result = steingp.fit(
+        X, y, key=key, kernel=SquaredExponential(), likelihood=Gaussian(), num_steps=0, initialisation=initialisation
+    )
+    model = steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
+    state = steingp.SteinGP(model, initialisation=initialisation).init(jax.random.split(key)[0], 20)
+    np.testing.assert_array_equal(ravel_pytree(result.particles)[0], ravel_pytree(state.particles)[0])
+
+
 def test_bad_inputs_raise_clear_errors(data):
     X, y = data
     kernel, gaussian = SquaredExponential(), Gaussian()
@@ -355,6 +411,8 @@ def test_bad_inputs_raise_clear_errors(data):
     sparse = steingp.make_model(X, y, kernel=kernel, likelihood=gaussian, inducing_points=X[:3])
     with pytest.raises(ValueError, match="batch_size"):
         steingp.SteinGP(sparse, batch_size=NUM_POINTS + 1)
+    with pytest.raises(ValueError, match="initialisation"):
+        steingp.SteinGP(sparse, initialisation="uniform")
     with pytest.raises(ValueError, match="num_particles"):
         steingp.SteinGP(sparse).init(jax.random.key(0), 0)
     with pytest.raises(ValueError, match="shape"):

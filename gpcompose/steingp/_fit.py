@@ -1,3 +1,5 @@
+from typing import Literal
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,6 +84,7 @@ def fit(
     batch_size: int | None = None,
     optimizer: optax.GradientTransformation | None = None,
     particle_kernel: AbstractParticleKernel | None = None,
+    initialisation: Literal["prior", "around_initial"] = "prior",
 ) -> SteinGPResult:
     """Fit a Stein variational GP: `num_steps` SVGD steps on `num_particles` particles.
 
@@ -92,12 +95,16 @@ def fit(
 
     - `X` `(N, D)`, `y` `(N,)`: training data (labels in {0, 1} for a `Bernoulli` likelihood).
     - `key`: PRNG key for the initial particles and the minibatches.
-    - `kernel`, `likelihood`: the GP prior and observation model; their parameter values
-      are the centre of the initial particles, their priors default to Gamma(1, 2).
+    - `kernel`, `likelihood`: the GP prior and observation model; their priors default to
+      Gamma(1, 2) and give the initial particles, their values are the centre of the initial
+      particles with `initialisation="around_initial"`.
     - `num_particles` (J), `num_steps`: SVGD sizes.
     - `inducing_points` `(M, D)`: fixed inducing inputs; selects the sparse model.
     - `batch_size`: minibatch size for the sparse model's scores (N/|B| scaling).
     - `optimizer`, `particle_kernel`: as in `SteinGP` (defaults `optax.adam(0.05)`, `RBF()`).
+    - `initialisation`: as in `SteinGP`: `"prior"` (default; hyperparameters drawn from their
+      priors, SteinGP App. 12) or `"around_initial"` (u₀ + N(0, I) around `kernel`'s and
+      `likelihood`'s values).
 
     **Returns:** a `SteinGPResult` (`particles`, `predict`, `log_predictive_density`, `sample`).
     """
@@ -109,7 +116,7 @@ def fit(
         options["optimizer"] = optimizer
     if particle_kernel is not None:
         options["kernel"] = particle_kernel
-    algorithm = SteinGP(model, batch_size=batch_size, **options)
+    algorithm = SteinGP(model, batch_size=batch_size, initialisation=initialisation, **options)
     initial_key, run_key = jax.random.split(key)
     state = algorithm.init(initial_key, num_particles)
     state, info = run(algorithm, state, run_key, num_steps)

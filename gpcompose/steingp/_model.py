@@ -7,7 +7,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from ..kernels import AbstractKernel
 from ..likelihoods import AbstractLikelihood
-from ..parameters import log_prior, partition
+from ..parameters import log_prior, partition, with_prior_draws
 
 
 class SteinGPParticle(eqx.Module):
@@ -75,17 +75,29 @@ class AbstractSteinGPModel(eqx.Module):
             return hyperprior
         return hyperprior - 0.5 * jnp.sum(particle.latents**2)
 
-    def initial_particle(self, key: PRNGKeyArray, scale: Float[Array, ""]) -> SteinGPParticle:
-        """u = u₀ + scale · ε, ε ~ N(0, I), around the initial hyperparameters, and ν ~ N(0, I)."""
-        hyperparameters, _ = partition((self.kernel, self.likelihood))
-        leaves, treedef = jax.tree.flatten(hyperparameters)
+    def initial_particle(self, key: PRNGKeyArray, scale: Float[Array, ""] | None = None) -> SteinGPParticle:
+        """One initial particle; its latents are always ν ~ N(0, I), their prior.
+
+        - `scale=None`: SteinGP's initialisation (App. 12, notes/steingp.md §2.6): each
+          hyperparameter's constrained value θ is drawn from its prior (U[0, 1) above its
+          lower bound when it has none) and stored as u = T⁻¹(θ)
+          (`gpcompose.parameters.with_prior_draws`).
+        - `scale` given: u = u₀ + scale · ε, ε ~ N(0, I), around the initial unconstrained
+          hyperparameters u₀.
+        """
         hyper_key, latent_key = jax.random.split(key)
-        leaf_keys = jax.random.split(hyper_key, max(len(leaves), 1))
-        leaves = [
-            leaf + scale * jax.random.normal(leaf_key, leaf.shape, leaf.dtype)
-            for leaf, leaf_key in zip(leaves, leaf_keys)
-        ]
+        if scale is None:
+            hyperparameters, _ = partition(with_prior_draws((self.kernel, self.likelihood), hyper_key))
+        else:
+            hyperparameters, _ = partition((self.kernel, self.likelihood))
+            leaves, treedef = jax.tree.flatten(hyperparameters)
+            leaf_keys = jax.random.split(hyper_key, max(len(leaves), 1))
+            leaves = [
+                leaf + scale * jax.random.normal(leaf_key, leaf.shape, leaf.dtype)
+                for leaf, leaf_key in zip(leaves, leaf_keys)
+            ]
+            hyperparameters = jax.tree.unflatten(treedef, leaves)
         latents = None
         if self.num_latents is not None:
             latents = jax.random.normal(latent_key, (self.num_latents,), self.X.dtype)
-        return SteinGPParticle(jax.tree.unflatten(treedef, leaves), latents)
+        return SteinGPParticle(hyperparameters, latents)
