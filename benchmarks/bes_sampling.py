@@ -135,6 +135,25 @@ def main():
     functions = optimisation_functions()
     records = []
     start = time.time()
+    output = Path(args.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    stem = "bes_sampling_quick" if args.quick else "bes_sampling"
+
+    def save(wall_seconds):  # after every cell, so that a stopped run keeps what is done
+        meta = {
+            "command": " ".join(["python", "benchmarks/bes_sampling.py", *sys.argv[1:]]),
+            "seeds": seeds,
+            "settings": dict(zip(("samples", "features", "candidates", "starts", "steps"), settings)),
+            "quick": args.quick,
+            "machine": platform.platform(),
+            "cpus": os.cpu_count(),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(),
+            "jax": jax.__version__,
+            "wall_seconds": wall_seconds,
+        }
+        with open(output / f"{stem}.json", "w") as file:
+            json.dump({"meta": meta, "records": records}, file, indent=1)
+
     for name in args.functions.split(","):
         function = functions[name]
         keys = jax.random.split(jax.random.key(2021), seeds)
@@ -154,28 +173,14 @@ def main():
                         "estimate_rmse": estimate.tolist(),
                         "sample_rmse": sample.tolist(),
                         "seconds": time.time() - tic,
+                        "load_average": os.getloadavg(),
                     }
                 )
             medians = ", ".join(f"{s} {np.median(values[:, i, 0]):.3f}" for i, s in enumerate(SCHEMES))
             print(f"{name} N={per_dimension}d ({time.time() - tic:.0f} s): estimate RMSE {medians}", flush=True)
+            save(time.time() - start)
     total = time.time() - start
-    output = Path(args.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    stem = "bes_sampling_quick" if args.quick else "bes_sampling"
-    meta = {
-        "command": " ".join(["python", "benchmarks/bes_sampling.py", *sys.argv[1:]]),
-        "seeds": seeds,
-        "settings": dict(zip(("samples", "features", "candidates", "starts", "steps"), settings)),
-        "quick": args.quick,
-        "machine": platform.platform(),
-        "cpus": os.cpu_count(),
-        "load_average": os.getloadavg(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
-        "jax": jax.__version__,
-        "wall_seconds": total,
-    }
-    with open(output / f"{stem}.json", "w") as file:
-        json.dump({"meta": meta, "records": records}, file, indent=1)
+    save(total)
 
     def lookup(name, per_dimension, scheme, metric):
         record = next(
