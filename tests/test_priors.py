@@ -233,12 +233,11 @@ def test_sample_broadcasts_elementwise_parameters(getkey):
 def test_sample_under_jit_and_vmap_equals_eager_draws(name, getkey):
     prior, _ = _SAMPLERS[name]
     keys = jax.random.split(getkey(), 3)
-    eager = np.stack([prior.sample(key, (5,)) for key in keys])
-    sample = eqx.debug.assert_max_traces(lambda key: prior.sample(key, (5,)), max_traces=1)
-    jitted = np.stack([jax.jit(sample)(key) for key in keys])
+    sample = jax.jit(eqx.debug.assert_max_traces(lambda key: prior.sample(key, (5,)), max_traces=1))
+    jitted = np.stack([sample(key) for key in keys])
     batched = jax.jit(jax.vmap(lambda key: prior.sample(key, (5,))))(keys)
-    np.testing.assert_allclose(jitted, eager, rtol=1e-12)
-    np.testing.assert_allclose(batched, eager, rtol=1e-12)
+    np.testing.assert_allclose(jitted[0], prior.sample(keys[0], (5,)), rtol=1e-12)  # eager (slow: one key)
+    np.testing.assert_allclose(batched, jitted, rtol=1e-12)
 
 
 def test_sample_keeps_float32(getkey):
