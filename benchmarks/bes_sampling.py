@@ -30,14 +30,20 @@ Usage:
 Writes `<output-dir>/bes_sampling.json` and `.png` (`_quick` with `--quick`) and prints the table.
 """
 
-import jax
+import os
+
+# XLA's multi-threaded Eigen kernels deadlocked this script on 2 CPU cores (idle, every thread
+# waiting, in the hartmann3 and gsobol N = 20d cells; 2026-11-25, jax 0.10.2); single-threaded
+# Eigen ran the same cell in 74 s. Set before jax creates its backend.
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+
+import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
