@@ -35,8 +35,9 @@ import numpy as np  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from _bounded_samples import samples_and_extrema  # noqa: E402
 
-from gpcompose import bo, bounded, sampling  # noqa: E402
+from gpcompose import bounded  # noqa: E402
 from gpcompose.benchmarks import optimisation_functions  # noqa: E402
 
 FUNCTIONS = ("branin", "rosenbrock", "mccormick", "hartmann3", "alpine1", "gsobol")
@@ -55,7 +56,6 @@ DOCUMENT = {
 def acceptance_ratios(keys, function, eta, num_train, square_root, settings):
     """Per key (vmapped over seeds): the fraction of accepted samples, and the fractions
     whose maximum alone (|g⁺ − f⁺| ≤ 2η₊) and whose minimum alone are within 2 sd."""
-    num_samples, num_features, num_candidates, num_starts, num_steps = settings
     lower, upper = jnp.asarray(function.lower), jnp.asarray(function.upper)
     dimension = lower.shape[0]
 
@@ -69,18 +69,7 @@ def acceptance_ratios(keys, function, eta, num_train, square_root, settings):
         f_plus, f_minus = (-function.minimum - location) / scale, (-function.maximum - location) / scale
         bounds = bounded.Bounds(f_plus, f_minus, eta, eta)
         offset = bounded.square_root_offset(bounds) if square_root else None
-        surrogate = bo.fit_surrogate(X, y, jnp.ones(num_train, bool), offset, 100)
-        samples = surrogate.samples(sample_key, num_samples, num_features)
-        unit = jnp.zeros(dimension)
-        extrema = sampling.sample_extrema(
-            search_key,
-            samples,
-            unit,
-            unit + 1.0,
-            num_candidates=num_candidates,
-            num_starts=num_starts,
-            num_steps=num_steps,
-        )
+        _, extrema = samples_and_extrema(sample_key, search_key, X, y, offset, settings)
         both = bounded.accepted(bounds, extrema)
         upper_ok = jnp.abs(extrema.value_max - f_plus) <= 2 * eta
         lower_ok = jnp.abs(extrema.value_min - f_minus) <= 2 * eta
@@ -153,7 +142,8 @@ def main():
         "jax": jax.__version__,
         "wall_seconds": total,
     }
-    with open(output / "bes_acceptance.json", "w") as file:
+    stem = "bes_acceptance_quick" if args.quick else "bes_acceptance"
+    with open(output / f"{stem}.json", "w") as file:
         json.dump({"meta": meta, "records": records}, file, indent=1)
 
     def cell(name, eta, model):
@@ -189,7 +179,7 @@ def main():
     axes[0].set_ylabel("acceptance ratio")
     axes[0].legend()
     figure.tight_layout()
-    figure.savefig(output / "bes_acceptance.png", dpi=120)
+    figure.savefig(output / f"{stem}.png", dpi=120)
 
 
 if __name__ == "__main__":

@@ -111,7 +111,8 @@ def main():
         "jax": jax.__version__,
         "wall_seconds": total,
     }
-    with open(output / "bes_regret.json", "w") as file:
+    stem = "bes_regret_quick" if args.quick else "bes_regret"
+    with open(output / f"{stem}.json", "w") as file:
         json.dump({"meta": meta, "records": records}, file, indent=1)
     names = list(dict.fromkeys(r["function"] for r in records))
     methods = list(dict.fromkeys(r["method"] for r in records))
@@ -134,7 +135,7 @@ def main():
     axes[0][0].set_ylabel("median simple regret")
     axes[0][0].legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(output / "bes_regret.png", dpi=120)
+    figure.savefig(output / f"{stem}.png", dpi=120)
 
 
 if __name__ == "__main__":

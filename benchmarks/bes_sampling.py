@@ -56,8 +56,9 @@ import numpy as np  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from _bounded_samples import samples_and_extrema  # noqa: E402
 
-from gpcompose import bo, bounded, sampling  # noqa: E402
+from gpcompose import bounded  # noqa: E402
 from gpcompose.benchmarks import optimisation_functions  # noqa: E402
 
 FUNCTIONS = ("branin", "rosenbrock", "mccormick", "hartmann3", "alpine1", "gsobol")
@@ -80,7 +81,7 @@ def kept_rmse(samples, log_weights, truth, X_test):
 @eqx.filter_jit
 def scheme_rmse(keys, function, num_train, settings):
     """Per key (vmapped over seeds): an array (schemes, 2) of (estimate RMSE, sample RMSE)."""
-    num_samples, num_features, num_candidates, num_starts, num_steps = settings
+    num_samples = settings[0]
     lower, upper = jnp.asarray(function.lower), jnp.asarray(function.upper)
     dimension = lower.shape[0]
 
@@ -99,20 +100,9 @@ def scheme_rmse(keys, function, num_train, settings):
         eta_plus, eta_minus = jnp.sqrt(0.02 * dimension), jnp.sqrt(0.5 * dimension)
         upper_only = bounded.Bounds(f_plus, None, eta_plus, None)
         both = bounded.Bounds(f_plus, f_minus, eta_plus, eta_minus)
-        unit = jnp.zeros(dimension)
         rows = []
         for offset, sample_key in ((None, gp_key), (bounded.square_root_offset(upper_only), root_key)):
-            surrogate = bo.fit_surrogate(X, y, jnp.ones(num_train, bool), offset, 100)
-            samples = surrogate.samples(sample_key, num_samples, num_features)
-            extrema = sampling.sample_extrema(
-                search_key,
-                samples,
-                unit,
-                unit + 1.0,
-                num_candidates=num_candidates,
-                num_starts=num_starts,
-                num_steps=num_steps,
-            )
+            samples, extrema = samples_and_extrema(sample_key, search_key, X, y, offset, settings)
             if offset is None:  # plain GP: equal weights, so the first M' samples
                 rows.append(kept_rmse(samples, -jnp.arange(num_samples, dtype=y.dtype), truth, X_test))
             for bounds in (upper_only, both):
