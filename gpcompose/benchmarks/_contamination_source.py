@@ -21,10 +21,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from .._validation import check_point
+from ..likelihoods import StudentT
 
 _NUM_PARAMETERS = 4
 OBSERVATION_TIMES = (0.075, 0.15, 0.225, 0.3, 0.4)
@@ -222,13 +222,11 @@ class ContaminationSource(eqx.Module):
         return jnp.concatenate([uniform, half_cauchy], axis=1)
 
     def log_likelihood(self, parameters: Float[ArrayLike, " 4"]) -> Float[Array, ""]:
-        """Σ log T(û; u(θ), scale² = β/α, ν = 2α) over the 10 observations."""
+        """Σ log T(û; u(θ), scale² = β/α, ν = 2α) over the 10 observations
+        (`gpcompose.likelihoods.StudentT`)."""
         predicted = heat_observations(jnp.asarray(parameters), self.num_cells, self.time_step)
-        dof = 2 * self.noise_shape
-        scale_squared = self.noise_rate / self.noise_shape
-        residual_squared = (self.observations - predicted) ** 2
-        log_normaliser = gammaln(0.5 * (dof + 1)) - gammaln(0.5 * dof) - 0.5 * math.log(dof * math.pi * scale_squared)
-        return jnp.sum(log_normaliser - 0.5 * (dof + 1) * jnp.log1p(residual_squared / (dof * scale_squared)))
+        likelihood = StudentT(2 * self.noise_shape, math.sqrt(self.noise_rate / self.noise_shape))
+        return jnp.sum(likelihood.log_prob(self.observations, predicted))
 
     def log_density(self, z: Float[ArrayLike, " 4"]) -> Float[Array, ""]:
         """log p(θ) + log p(û | θ) + log |dθ/dz| at θ = `to_constrained(z)`."""
