@@ -43,8 +43,6 @@ OPENBLAS_NUM_THREADS=1 unless it is set (see the comment at the imports).
 """
 
 import argparse
-import datetime
-import json
 import os
 import platform
 import sys
@@ -62,6 +60,7 @@ import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+from _common import add_aaci_dirs, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 
 import gpcompose  # noqa: E402
 from gpcompose.aaci import SVI, AACIState, NaturalGaussian  # noqa: E402
@@ -375,11 +374,7 @@ def speed_ups(methods):
 
 def plot(results, path):
     """Test NLL and RMSE / error rate against training wall time, one column per problem (document Fig. 3)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = agg_pyplot()
     problems = list(results["problems"])
     figure, axes = plt.subplots(2, len(problems), figsize=(6 * len(problems), 7), squeeze=False)
     for column, problem in enumerate(problems):
@@ -398,8 +393,7 @@ def plot(results, path):
             axis.legend()
         axes[1, column].set_ylabel("test error rate" if entry["likelihood"] == "logistic" else "test RMSE (std. units)")
         axes[0, column].set_ylabel("test NLL")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path)
 
 
 def format_seconds(value):
@@ -408,8 +402,7 @@ def format_seconds(value):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
-    parser.add_argument("--output-dir", default=os.path.join(os.path.dirname(__file__), "results"))
+    add_aaci_dirs(parser)
     parser.add_argument("--problems", default="casp,banana")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--max-points", type=int, default=None, help="use this many (shuffled) rows of each data set")
@@ -430,7 +423,7 @@ def main():
     results = {
         "args": vars(args),
         "command": " ".join(["python"] + sys.argv),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": utc_timestamp("seconds"),
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count()},
         "jax": jax.__version__,
         "load_before": os.getloadavg(),
@@ -470,10 +463,8 @@ def main():
         results["problems"][problem] = entry
     results["wall_seconds"] = time.perf_counter() - start
     results["load_after"] = os.getloadavg()
-    os.makedirs(args.output_dir, exist_ok=True)
     json_path = os.path.join(args.output_dir, f"{args.output_name}.json")
-    with open(json_path, "w") as file:
-        json.dump(results, file, indent=1)
+    write_json(json_path, results)
     plot(results, json_path.replace(".json", ".png"))
     print("| problem | method | steps | s/step | final test NLL | final RMSE / error | time to Adam's final NLL [s] |")
     print("|---|---|---|---|---|---|---|")

@@ -28,6 +28,7 @@ import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+from _common import add_aaci_dirs, agg_pyplot, save_figure, write_json  # noqa: E402
 
 import gpcompose  # noqa: E402
 from gpcompose.aaci import CAVI, NaturalGaussian  # noqa: E402
@@ -102,11 +103,7 @@ def one_lengthscale(likelihood, lengthscale, X, y, X_test, y_test, cavi_steps, a
 
 def plot(results, path):
     """Negative ELBOs and held-out NLL against the lengthscale, one column per likelihood (document Fig. 2)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = agg_pyplot()
     names = list(results["rows"])
     figure, axes = plt.subplots(2, len(names), figsize=(5 * len(names), 6), squeeze=False)
     for column, name in enumerate(names):
@@ -125,14 +122,12 @@ def plot(results, path):
             axis.legend()
     axes[0, 0].set_ylabel("negative ELBO")
     axes[1, 0].set_ylabel("held-out NLL")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
-    parser.add_argument("--output-dir", default=os.path.join(os.path.dirname(__file__), "results"))
+    add_aaci_dirs(parser)
     parser.add_argument("--num-points", type=int, default=200)
     parser.add_argument("--cavi-steps", type=int, default=100)
     parser.add_argument("--adam-steps", type=int, default=1000)
@@ -155,10 +150,8 @@ def main():
             print(name, json.dumps(row), flush=True)
     results["wall_seconds"] = time.perf_counter() - start
     results["load_after"] = os.getloadavg()
-    os.makedirs(args.output_dir, exist_ok=True)
     json_path = os.path.join(args.output_dir, "aaci_gap.json")
-    with open(json_path, "w") as file:
-        json.dump(results, file, indent=1)
+    write_json(json_path, results)
     plot(results, json_path.replace(".json", ".png"))
     print("| likelihood | ℓ | L_aug(q_aug) | L_std(q_aug) | L_std(q_std) | NLL q_aug | NLL q_std |")
     print("|---|---|---|---|---|---|---|")

@@ -32,6 +32,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import numpyro  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
+from _common import add_aaci_dirs, agg_pyplot, save_figure, write_json  # noqa: E402
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
 
@@ -132,11 +133,7 @@ def run_nuts(kernel, likelihood, X, y, num_chains, num_samples, num_warmup, key)
 
 def plot(results, path):
     """Lag-1 autocorrelation and minimum ESS per second of both samplers, one group per likelihood."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = agg_pyplot()
     names = list(results["rows"])
     positions = np.arange(len(names))
     figure, axes = plt.subplots(1, 2, figsize=(10, 3.5))
@@ -147,14 +144,12 @@ def plot(results, path):
         axis.set_xticks(positions, names)
         axis.set_title(title)
     axes[0].legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
-    parser.add_argument("--output-dir", default=os.path.join(os.path.dirname(__file__), "results"))
+    add_aaci_dirs(parser)
     parser.add_argument("--num-points", type=int, default=100)
     parser.add_argument("--num-chains", type=int, default=5)
     parser.add_argument("--num-samples", type=int, default=2000)
@@ -190,9 +185,7 @@ def main():
         }
         print(name, json.dumps(results["rows"][name]), flush=True)
     results["load_after"] = os.getloadavg()
-    os.makedirs(args.output_dir, exist_ok=True)
-    with open(json_path, "w") as file:
-        json.dump(results, file, indent=1)
+    write_json(json_path, results)
     plot(results, json_path.replace(".json", ".png"))
     print(
         "| likelihood | sampler | s/sample | lag-1 | ESS/s (min, median) | R-hat max | document (s/sample, lag-1, R) |"

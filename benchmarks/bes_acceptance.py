@@ -21,24 +21,19 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 from _bounded_samples import samples_and_extrema  # noqa: E402
+from _common import add_synthetic_function_options, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bounded  # noqa: E402
 from gpcompose.benchmarks import optimisation_functions  # noqa: E402
+
+plt = agg_pyplot()
 
 FUNCTIONS = ("branin", "rosenbrock", "mccormick", "hartmann3", "alpine1", "gsobol")
 # Document Table 1: (η = 0.5d: GP, SRGP), (η = 1d: GP, SRGP), mean (sd) over 30 runs.
@@ -86,9 +81,7 @@ def main():
     parser.add_argument("--candidates", type=int, default=1000)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
-    parser.add_argument("--data-dir", default="../shared/data", help="unused: the functions are synthetic")
-    parser.add_argument("--output-dir", default=str(Path(__file__).parent / "results"))
+    add_synthetic_function_options(parser)
     args = parser.parse_args()
     settings = (200, 100, args.candidates, args.starts, args.steps)
     seeds = args.seeds
@@ -129,22 +122,16 @@ def main():
                 )
     total = time.time() - start
     output = Path(args.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
     meta = {
         "seeds": seeds,
         "settings": dict(zip(("samples", "features", "candidates", "starts", "steps"), settings)),
         "train_per_dimension": args.train_per_dimension,
         "quick": args.quick,
-        "machine": platform.platform(),
-        "cpus": os.cpu_count(),
-        "load_average": os.getloadavg(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
-        "jax": jax.__version__,
+        **host_summary(),
         "wall_seconds": total,
     }
     stem = "bes_acceptance_quick" if args.quick else "bes_acceptance"
-    with open(output / f"{stem}.json", "w") as file:
-        json.dump({"meta": meta, "records": records}, file, indent=1)
+    write_json(output / f"{stem}.json", {"meta": meta, "records": records})
 
     def cell(name, eta, model):
         record = next(r for r in records if (r["function"], r["eta_per_dimension"], r["model"]) == (name, eta, model))
@@ -178,8 +165,7 @@ def main():
         axis.set_title(f"η = {eta}d")
     axes[0].set_ylabel("acceptance ratio")
     axes[0].legend()
-    figure.tight_layout()
-    figure.savefig(output / f"{stem}.png", dpi=120)
+    save_figure(figure, output / f"{stem}.png")
 
 
 if __name__ == "__main__":

@@ -21,21 +21,16 @@ jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from _common import add_synthetic_function_options, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bo  # noqa: E402
 from gpcompose.benchmarks import optimisation_functions  # noqa: E402
+
+plt = agg_pyplot()
 
 METHODS = {  # name: (acquisition, uses f⁺, uses f⁻)
     "BES±": ("bes", True, True),
@@ -75,9 +70,7 @@ def main():
     parser.add_argument("--candidates", type=int, default=256)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
-    parser.add_argument("--data-dir", default="../shared/data", help="unused: the functions are synthetic")
-    parser.add_argument("--output-dir", default=str(Path(__file__).parent / "results"))
+    add_synthetic_function_options(parser)
     args = parser.parse_args()
     options = bo.BOOptions(
         num_samples=args.samples, num_candidates=args.candidates, num_starts=args.starts, search_steps=args.steps
@@ -99,21 +92,15 @@ def main():
             print(f"{name} {method}: median final regret {np.median(regret[:, -1]):.4g} ({time.time() - tic:.0f} s)")
     total = time.time() - start
     output = Path(args.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
     meta = {
         "seeds": seeds,
         "options": {field.name: getattr(options, field.name) for field in dataclasses.fields(options)},
         "quick": args.quick,
-        "machine": platform.platform(),
-        "cpus": os.cpu_count(),
-        "load_average": os.getloadavg(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
-        "jax": jax.__version__,
+        **host_summary(),
         "wall_seconds": total,
     }
     stem = "bes_regret_quick" if args.quick else "bes_regret"
-    with open(output / f"{stem}.json", "w") as file:
-        json.dump({"meta": meta, "records": records}, file, indent=1)
+    write_json(output / f"{stem}.json", {"meta": meta, "records": records})
     names = list(dict.fromkeys(r["function"] for r in records))
     methods = list(dict.fromkeys(r["method"] for r in records))
     print("\n| function | " + " | ".join(methods) + " |")
@@ -134,8 +121,7 @@ def main():
         axis.set_xlabel("evaluations")
     axes[0][0].set_ylabel("median simple regret")
     axes[0][0].legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(output / f"{stem}.png", dpi=120)
+    save_figure(figure, output / f"{stem}.png")
 
 
 if __name__ == "__main__":

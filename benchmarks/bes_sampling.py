@@ -42,24 +42,20 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 from _bounded_samples import samples_and_extrema  # noqa: E402
+from _common import add_synthetic_function_options, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bounded  # noqa: E402
 from gpcompose.benchmarks import optimisation_functions  # noqa: E402
+
+plt = agg_pyplot()
 
 FUNCTIONS = ("branin", "rosenbrock", "mccormick", "hartmann3", "alpine1", "gsobol")
 TRAIN_PER_DIMENSION = (3, 5, 10, 20)
@@ -120,9 +116,7 @@ def main():
     parser.add_argument("--candidates", type=int, default=500)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
-    parser.add_argument("--data-dir", default="../shared/data", help="unused: the functions are synthetic")
-    parser.add_argument("--output-dir", default=str(Path(__file__).parent / "results"))
+    add_synthetic_function_options(parser)
     args = parser.parse_args()
     settings = (200, 100, args.candidates, args.starts, args.steps)
     seeds, train_sizes = args.seeds, [int(n) for n in args.train_per_dimension.split(",")]
@@ -132,7 +126,6 @@ def main():
     records = []
     start = time.time()
     output = Path(args.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
     stem = "bes_sampling_quick" if args.quick else "bes_sampling"
 
     def save(wall_seconds):  # after every cell, so that a stopped run keeps what is done
@@ -141,14 +134,10 @@ def main():
             "seeds": seeds,
             "settings": dict(zip(("samples", "features", "candidates", "starts", "steps"), settings)),
             "quick": args.quick,
-            "machine": platform.platform(),
-            "cpus": os.cpu_count(),
-            "date": datetime.datetime.now(datetime.UTC).isoformat(),
-            "jax": jax.__version__,
+            **host_summary(load_average=False),
             "wall_seconds": wall_seconds,
         }
-        with open(output / f"{stem}.json", "w") as file:
-            json.dump({"meta": meta, "records": records}, file, indent=1)
+        write_json(output / f"{stem}.json", {"meta": meta, "records": records})
 
     for name in args.functions.split(","):
         function = functions[name]
@@ -211,8 +200,7 @@ def main():
         axis.set_yscale("log")
     axes[0][0].set_ylabel("median RMSE of the weighted estimate")
     axes[0][-1].legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(output / f"{stem}.png", dpi=120)
+    save_figure(figure, output / f"{stem}.png")
 
 
 if __name__ == "__main__":

@@ -35,21 +35,16 @@ jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
-import datetime  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from _common import add_output_dir_and_quick, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 from _reference_sampling import importance_sampling, run_nuts  # noqa: E402
 
 from gpcompose import boosting, bvbmc  # noqa: E402
@@ -57,6 +52,8 @@ from gpcompose.benchmarks import ContaminationSource  # noqa: E402
 from gpcompose.benchmarks._contamination_source import TRUE_PARAMETERS  # noqa: E402
 from gpcompose.kernels import ProductMatern  # noqa: E402
 from gpcompose.parameters import Positive  # noqa: E402
+
+plt = agg_pyplot()
 
 NAMES = ("x0", "t_s", "q0", "rho")
 HPD_MASS = 0.7
@@ -195,8 +192,7 @@ def main():
     parser.add_argument("--mcmc-warmup", type=int, default=500)
     parser.add_argument("--mcmc-samples", type=int, default=1500)
     parser.add_argument("--importance-proposals", type=int, default=50_000)
-    parser.add_argument("--output-dir", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
+    add_output_dir_and_quick(parser)
     arguments = parser.parse_args()
     if arguments.quick:
         arguments.mcmc_chains, arguments.mcmc_warmup, arguments.mcmc_samples = 2, 50, 50
@@ -205,9 +201,8 @@ def main():
     problem = ContaminationSource()
 
     suffix = "_quick" if arguments.quick else ""
-    arguments.output_dir.mkdir(parents=True, exist_ok=True)
     output = {
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "date": utc_timestamp(),
         "command": " ".join(["python", *sys.argv]),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "load_average_start": os.getloadavg(),
@@ -220,7 +215,7 @@ def main():
 
     def save():  # after every stage, so that a stopped run keeps what it finished
         output["load_average_end"] = os.getloadavg()
-        (arguments.output_dir / f"bvbmc_contamination{suffix}.json").write_text(json.dumps(output, indent=1))
+        write_json(arguments.output_dir / f"bvbmc_contamination{suffix}.json", output)
 
     reference, reference_theta = run_reference(
         problem, arguments.mcmc_chains, arguments.mcmc_warmup, arguments.mcmc_samples, arguments.importance_proposals
@@ -276,8 +271,7 @@ def main():
         axis.axvline(TRUE_PARAMETERS[index], color="r", linestyle="--", label="true")
         axis.set_title(name)
     axes[0].legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(arguments.output_dir / f"bvbmc_contamination{suffix}.png", dpi=120)
+    save_figure(figure, arguments.output_dir / f"bvbmc_contamination{suffix}.png")
     print("\n".join(rows))
 
 

@@ -23,21 +23,17 @@ jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from _common import add_output_dir_and_quick, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 
 from gpcompose import boosting, bvbmc, mixtures  # noqa: E402
+
+plt = agg_pyplot()
 
 TARGET = mixtures.GaussianMixture.from_moments(
     jnp.full((12,), 1 / 12), 5.0 * jax.random.normal(jax.random.key(100), (12, 1)), jnp.ones((12, 1))
@@ -101,8 +97,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output-dir", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
+    add_output_dir_and_quick(parser)
     arguments = parser.parse_args()
     iterations = arguments.iterations
     algorithm = boosting.Boosting(joint_update_every=10)
@@ -116,7 +111,7 @@ def main():
     passive_history, passive_wall = passive(iterations, algorithm, options, arguments.seed)
     active_history, active_wall = active(iterations, algorithm, options, arguments.seed)
     output = {
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "date": utc_timestamp(),
         "true_mean": TRUE_MEAN,
         "true_variance": TRUE_VARIANCE,
         "passive": {"log10_errors": passive_history, "wall_s": passive_wall},
@@ -124,8 +119,7 @@ def main():
         "load_average": os.getloadavg(),
     }
     suffix = "_quick" if arguments.quick else ""
-    arguments.output_dir.mkdir(parents=True, exist_ok=True)
-    (arguments.output_dir / f"bvbmc_mixture_1d{suffix}.json").write_text(json.dumps(output, indent=1))
+    write_json(arguments.output_dir / f"bvbmc_mixture_1d{suffix}.json", output)
     figure, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for name, history in (("passive (51-point grid)", passive_history), ("active (5 initial points)", active_history)):
         history = np.asarray(history)
@@ -136,8 +130,7 @@ def main():
     for axis in axes:
         axis.set_xlabel("iteration")
         axis.legend()
-    figure.tight_layout()
-    figure.savefig(arguments.output_dir / f"bvbmc_mixture_1d{suffix}.png", dpi=120)
+    save_figure(figure, arguments.output_dir / f"bvbmc_mixture_1d{suffix}.png")
     print(f"true mean {TRUE_MEAN:.4f}, variance {TRUE_VARIANCE:.4f}")
     print(f"passive: final log10 errors {passive_history[-1]}, wall {passive_wall:.0f} s")
     print(f"active: final log10 errors {active_history[-1]}, wall {active_wall:.0f} s")

@@ -43,7 +43,6 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
@@ -51,16 +50,15 @@ import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import add_output_dir_and_quick, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 from bvbmc_toy import PROBLEMS, THESIS, initial_points, moment_metrics, run, run_settings  # noqa: E402
-from svbmc_pyvbmc_two_moons import machine, optimise_with_pyvbmc, versions  # noqa: E402
+from svbmc_pyvbmc_two_moons import machine, optimise_with_pyvbmc, pyvbmc_counts, versions  # noqa: E402
+
+plt = agg_pyplot()
 
 METHODS = ("BVBMC", "PyVBMC")
 PLAUSIBLE_HALF_WIDTH_IN_SDS = 2.0
@@ -102,10 +100,7 @@ def run_pyvbmc(problem, dimension, seed, problem_seed, max_fun_evals, full_budge
         "elbo": float(results["elbo"]),
         "log_normaliser": float(target.log_normaliser),
         "elbo_sd": float(results["elbo_sd"]),
-        "num_components": int(results["components"]),
-        "num_iterations": int(results["iterations"]),
-        "num_evaluations": num_evaluations,
-        "func_count": int(results["func_count"]),
+        **pyvbmc_counts(results, num_evaluations),
         "convergence_status": str(results["convergence_status"]),
         "success_flag": bool(results["success_flag"]),
         "x0": x0.tolist(),
@@ -199,9 +194,7 @@ def plot(records, path):
         axis.set_title(title, fontsize=9)
         axis.legend(fontsize=7)
     figure.suptitle("BVBMC (gpcompose) vs PyVBMC, same evaluations; points are seeds", fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main():
@@ -214,12 +207,10 @@ def main():
     parser.add_argument("--budget", type=int, default=100, help="BVBMC active evaluations")
     parser.add_argument("--pyvbmc-full-budget", action="store_true", help="PyVBMC min_fun_evals = max_fun_evals")
     parser.add_argument("--resume", action="store_true", help="keep the runs of an existing JSON, skip them")
-    parser.add_argument("--output-dir", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
+    add_output_dir_and_quick(parser)
     args = parser.parse_args()
     budget, options, algorithm = run_settings(args.budget, args.quick)
 
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     name = "bvbmc_pyvbmc_quick" if args.quick else "bvbmc_pyvbmc"
     json_path = args.output_dir / f"{name}.json"
     previous = json.loads(json_path.read_text()) if args.resume and json_path.exists() else {}
@@ -238,7 +229,7 @@ def main():
         },
         "versions": versions(),
         "machine": machine(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "date": utc_timestamp(),
         "records": records,
     }
     for dimension in args.dimensions:
@@ -257,11 +248,11 @@ def main():
                     record.update(problem=problem, dimension=dimension, seed=seed)
                     records.append(record)
                     print(json.dumps(record), flush=True)
-                json_path.write_text(json.dumps(output, indent=1))  # keep what is done if a later run dies
+                write_json(json_path, output)  # keep what is done if a later run dies
 
     gskl_table, moment_table = make_tables(records)
     output["tables"] = [gskl_table, moment_table]
-    json_path.write_text(json.dumps(output, indent=1))
+    write_json(json_path, output)
     plot(records, args.output_dir / f"{name}.png")
     print(gskl_table, moment_table, sep="\n\n")
 

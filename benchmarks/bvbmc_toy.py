@@ -29,25 +29,22 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from _common import add_output_dir_and_quick, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 
 from gpcompose import boosting, bvbmc  # noqa: E402
 from gpcompose.benchmarks import VBMC_TOY_PROBLEMS as PROBLEMS  # noqa: E402
 from gpcompose.benchmarks import vbmc_toy_initial_points  # noqa: E402
 from gpcompose.benchmarks.metrics import gskl  # noqa: E402
+
+plt = agg_pyplot()
 
 # Thesis Table 7.1 (gsKL): (BVBMC single run, VBMC median of 15 runs).
 THESIS = {
@@ -125,8 +122,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--problem-seed", type=int, default=0)
     parser.add_argument("--budget", type=int, default=100)
-    parser.add_argument("--output-dir", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
+    add_output_dir_and_quick(parser)
     arguments = parser.parse_args()
     budget, options, algorithm = run_settings(arguments.budget, arguments.quick)
     records = []
@@ -137,14 +133,13 @@ def main():
                 records.append(record)
                 print(json.dumps(record), flush=True)
     suffix = "_quick" if arguments.quick else ""
-    arguments.output_dir.mkdir(parents=True, exist_ok=True)
     output = {
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "date": utc_timestamp(),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "budget": budget,
         "records": records,
     }
-    (arguments.output_dir / f"bvbmc_toy{suffix}.json").write_text(json.dumps(output, indent=1))
+    write_json(arguments.output_dir / f"bvbmc_toy{suffix}.json", output)
 
     rows = [
         "| problem | D | seeds | median gsKL [min, max] | thesis BVBMC | thesis VBMC "
@@ -170,8 +165,7 @@ def main():
     axis.set_xticks(range(len(THESIS)), [f"{p}\nD={d}" for p, d in THESIS], fontsize=6)
     axis.set_ylabel("gsKL")
     axis.legend()
-    figure.tight_layout()
-    figure.savefig(arguments.output_dir / f"bvbmc_toy{suffix}.png", dpi=120)
+    save_figure(figure, arguments.output_dir / f"bvbmc_toy{suffix}.png")
     print("\n".join(rows))
 
 

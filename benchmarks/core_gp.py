@@ -30,12 +30,8 @@ a Markdown table.
 """
 
 import argparse
-import datetime
-import importlib.metadata
-import json
 import math
 import os
-import platform
 import re
 import time
 from pathlib import Path
@@ -43,16 +39,15 @@ from pathlib import Path
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import matplotlib
-import matplotlib.pyplot as plt
 import numpy as np
+from _common import agg_pyplot, machine_info, save_figure, utc_timestamp, write_json
 
 from gpcompose import gp, kernels, means, parameters, sparse
 
 # The library never changes global config; this script runs in float64. No array exists
 # before this line (importing gpcompose creates none), so every array below is float64.
 jax.config.update("jax_enable_x64", True)
-matplotlib.use("Agg")
+plt = agg_pyplot()
 
 
 SEED = 20261122
@@ -227,29 +222,6 @@ def gradient_summary(output):
 # --------------------------------------------------------------------------- reporting
 
 
-def machine_info():
-    model_name = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    model_name = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {
-        "cpu_model": model_name,
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "jaxlib": importlib.metadata.version("jaxlib"),
-        "equinox": eqx.__version__,
-        "devices": [str(device) for device in jax.devices()],
-        "load_average_before": os.getloadavg(),
-    }
-
-
 def markdown_table(results, matmul_rate, cholesky_rate):
     header = (
         "| case | size | median (ms) | IQR (ms) | trace+compile (s) | GFLOP | GFLOP/s "
@@ -289,9 +261,7 @@ def plot(results, path):
         axis.tick_params(axis="x", rotation=30)
         for label in axis.get_xticklabels():
             label.set_horizontalalignment("right")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 # --------------------------------------------------------------------------- main
@@ -309,7 +279,8 @@ def main():
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     repeats = 3 if args.quick else args.repeats
     wall_start = time.perf_counter()
-    info = machine_info()
+    info = machine_info("jaxlib", "equinox")
+    info["load_average_before"] = os.getloadavg()
     print(f"gpcompose core GP benchmark on {info['cpu_model']} ({info['cpu_count']} CPUs), jax {jax.__version__}")
     print(f"sizes {sizes}, repeats {repeats}", flush=True)
 
@@ -384,10 +355,9 @@ def main():
         print(f"{name}: value {check['value']:.6g}, |grad| {check['gradient_norm']:.6g}, finite {check['finite']}")
     print(f"wall time {wall_seconds:.1f} s")
 
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     record = {
         "benchmark": "core_gp",
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": utc_timestamp("seconds"),
         "command": "python benchmarks/core_gp.py" + (" --quick" if args.quick else f" --repeats {args.repeats}"),
         "quick": args.quick,
         "seed": SEED,
@@ -404,8 +374,7 @@ def main():
         "results": results,
         "markdown_table": table,
     }
-    with open(args.output_dir / "core_gp.json", "w") as file:
-        json.dump(record, file, indent=2)
+    write_json(args.output_dir / "core_gp.json", record, indent=2)
     plot(results, args.output_dir / "core_gp.png")
     print(f"wrote {args.output_dir / 'core_gp.json'} and {args.output_dir / 'core_gp.png'}")
 

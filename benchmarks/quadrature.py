@@ -26,8 +26,6 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
@@ -35,15 +33,14 @@ from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from _common import agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 
 import gpcompose  # noqa: E402
 from gpcompose import gp, kernels, means, quadrature, sparse  # noqa: E402
 from gpcompose.mixtures import VBMCMixture  # noqa: E402
+
+plt = agg_pyplot()
 
 
 def make_problem(num_points, num_inducing, num_components, dimension, kernel, seed=0):
@@ -152,7 +149,6 @@ def main():
     )
     print(table)
 
-    options.output_dir.mkdir(parents=True, exist_ok=True)
     suffix = "_quick" if options.quick else ""
     record = {
         "sizes": sizes,
@@ -161,17 +157,16 @@ def main():
         "results": results,
         "jax_version": jax.__version__,
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpu_count": os.cpu_count()},
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "date": utc_timestamp(),
         "table": table,
     }
-    (options.output_dir / f"quadrature{suffix}.json").write_text(json.dumps(record, indent=2))
+    write_json(options.output_dir / f"quadrature{suffix}.json", record, indent=2)
     figure, axis = plt.subplots(figsize=(8, 3.5))
     names = list(results)
     axis.barh(names, [1e3 * results[name]["median"] for name in names], color="C0")
     axis.set_xlabel("median time of value + gradient (ms)")
     axis.set_title(f"ELBO + gradient, K={sizes['num_components']}, M={sizes['num_inducing']}, D={dimension}")
-    figure.tight_layout()
-    figure.savefig(options.output_dir / f"quadrature{suffix}.png", dpi=120)
+    save_figure(figure, options.output_dir / f"quadrature{suffix}.png")
 
 
 if __name__ == "__main__":

@@ -22,32 +22,26 @@ Writes `<output-dir>/lotka_volterra.npz` (samples thinned to ~20 000, `log_norma
 """
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import time
-from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import numpyro  # noqa: E402
 import scipy.optimize  # noqa: E402
 import scipy.special  # noqa: E402
 import scipy.stats  # noqa: E402
+from _common import add_reference_dirs, agg_pyplot, machine_with_load, save_figure, utc_timestamp, write_json  # noqa: E402
 from _reference_sampling import importance_sampling, run_nuts  # noqa: E402
 
 from gpcompose.benchmarks import load_lotka_volterra  # noqa: E402
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+plt = agg_pyplot()
+
 NAMES = ["alpha", "beta", "gamma", "delta", "hare_initial", "lynx_initial", "sigma_hare", "sigma_lynx"]
 MAX_R_HAT = 1.01
 
@@ -115,14 +109,12 @@ def plot(model, samples, path):
         axis.set_title(f"{name}: ODE paths, data")
     for axis in axes[2, 2:]:
         axis.axis("off")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    save_figure(figure, path, dpi=100)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=REPOSITORY.parent / "shared" / "data")
-    parser.add_argument("--output-dir", type=Path, default=REPOSITORY / "benchmarks" / "results" / "reference")
+    add_reference_dirs(parser)
     parser.add_argument("--num-chains", type=int, default=4)
     parser.add_argument("--num-warmup", type=int, default=2000)
     parser.add_argument("--num-samples", type=int, default=10000, help="per chain")
@@ -213,19 +205,10 @@ def main():
         "quick": arguments.quick,
         "seed": arguments.seed,
         "wall_time_s": time.perf_counter() - started,
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "jax": jax.__version__,
-            "numpyro": numpyro.__version__,
-            "load_average_before": load_before,
-            "load_average_after": os.getloadavg(),
-        },
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_with_load(load_before, numpyro=numpyro.__version__),
+        "date": utc_timestamp("seconds"),
     }
-    with open(arguments.output_dir / "lotka_volterra.json", "w") as file:
-        json.dump(summary, file, indent=2)
+    write_json(arguments.output_dir / "lotka_volterra.json", summary, indent=2)
     plot(model, thinned, arguments.output_dir / "lotka_volterra.png")
     print(f"wrote {arguments.output_dir}/lotka_volterra.{{npz,json,png}} in {summary['wall_time_s']:.0f} s")
     if not arguments.quick and np.max(r_hat) > MAX_R_HAT:

@@ -22,29 +22,23 @@ Writes `<output-dir>/timing.json` and `<output-dir>/timing.png`.
 """
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import time
-from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.io  # noqa: E402
+from _common import add_reference_dirs, agg_pyplot, machine_with_load, save_figure, utc_timestamp, write_json  # noqa: E402
 from _reference_sampling import StudentTMixture, adaptive_importance_sampling  # noqa: E402
 
 from gpcompose.benchmarks import load_timing, load_timing_reference  # noqa: E402
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+plt = agg_pyplot()
+
 NAMES = ["measurement_weber", "motor_weber", "prior_mean", "prior_sd", "lapse"]
 NUM_HISTOGRAM_BINS = 128
 
@@ -76,14 +70,12 @@ def plot(reference, points, weights, distances, path):
         axis.set_xlim(support[0], support[-1])
         axis.set_title(f"{NAMES[dimension]} (TV {distances[dimension]:.3f})")
     axes[0].legend(["reference (Post.MarginalPdf)", "importance sampling"], fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    save_figure(figure, path, dpi=100)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=REPOSITORY.parent / "shared" / "data")
-    parser.add_argument("--output-dir", type=Path, default=REPOSITORY / "benchmarks" / "results" / "reference")
+    add_reference_dirs(parser)
     parser.add_argument("--num-rounds", type=int, default=3, help="adaptation rounds")
     parser.add_argument("--num-per-round", type=int, default=10_000)
     parser.add_argument("--num-proposals", type=int, default=100_000, help="draws of the final proposal")
@@ -158,19 +150,10 @@ def main():
         "quick": arguments.quick,
         "seed": arguments.seed,
         "wall_time_s": time.perf_counter() - started,
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "jax": jax.__version__,
-            "load_average_before": load_before,
-            "load_average_after": os.getloadavg(),
-        },
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_with_load(load_before),
+        "date": utc_timestamp("seconds"),
     }
-    arguments.output_dir.mkdir(parents=True, exist_ok=True)
-    with open(arguments.output_dir / "timing.json", "w") as file:
-        json.dump(summary, file, indent=2)
+    write_json(arguments.output_dir / "timing.json", summary, indent=2)
     plot(reference, points, weights, distances, arguments.output_dir / "timing.png")
     print(f"wrote {arguments.output_dir}/timing.{{json,png}} in {summary['wall_time_s']:.0f} s")
 

@@ -47,7 +47,6 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
 import importlib.metadata  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -62,6 +61,7 @@ from pathlib import Path  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+from _common import agg_pyplot, machine_info, save_figure, utc_timestamp, write_json  # noqa: E402
 
 SEED = 0
 LEARNING_RATE = 0.05
@@ -250,26 +250,6 @@ def gpcompose_functions(target: str, arrays: dict[str, np.ndarray], num_steps: i
 # --------------------------------------------------------------------------- reporting
 
 
-def machine_info() -> dict:
-    model_name = platform.processor() or "unknown"
-    with open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            if line.startswith("model name"):
-                model_name = line.split(":", 1)[1].strip()
-                break
-    return {
-        "cpu_model": model_name,
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "jaxlib": importlib.metadata.version("jaxlib"),
-        "optax": importlib.metadata.version("optax"),
-        "equinox": importlib.metadata.version("equinox"),
-        "devices": [str(device) for device in jax.devices()],
-    }
-
-
 def busy_cores(seconds: float = 5.0) -> float:
     """How many CPU cores were busy, on average, over the next `seconds` (from /proc/stat).
 
@@ -319,11 +299,7 @@ def markdown_table(results: list[dict]) -> str:
 
 
 def plot(results: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = agg_pyplot()
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     styles = {"gpcompose_with_info": "o-", "gpcompose_state_only": "s--", "blackjax": "^:"}
     for target, colour in (("logistic", "C0"), ("gaussian", "C1")):
@@ -348,9 +324,7 @@ def plot(results: list[dict], path: Path) -> None:
     right.axhline(1.0, color="grey", linewidth=0.8)
     right.set(xlabel="particles J", ylabel="gpcompose / blackjax steps/s", title="Throughput ratio")
     right.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 # --------------------------------------------------------------------------- main
@@ -374,7 +348,7 @@ def main() -> None:
     repeats = 2 if args.quick else args.repeats
     blackjax_python = args.blackjax_python or sys.executable
     wall_start = time.perf_counter()
-    info = machine_info()
+    info = machine_info("jaxlib", "optax", "equinox")
     info["load_average_before"] = os.getloadavg()
     info["busy_cores_before"] = busy_cores()
     print(
@@ -476,7 +450,7 @@ def main() -> None:
     command += " --quick" if args.quick else f" --repeats {args.repeats}"
     record = {
         "benchmark": "steingp_blackjax",
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": utc_timestamp("seconds"),
         "command": command,
         "quick": args.quick,
         "seed": SEED,
@@ -494,9 +468,7 @@ def main() -> None:
         "results": results,
         "markdown_table": table,
     }
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    with open(args.output_dir / "steingp_blackjax.json", "w") as file:
-        json.dump(record, file, indent=2)
+    write_json(args.output_dir / "steingp_blackjax.json", record, indent=2)
     plot(results, args.output_dir / "steingp_blackjax.png")
     print(f"wrote {args.output_dir / 'steingp_blackjax.json'} and {args.output_dir / 'steingp_blackjax.png'}")
 

@@ -24,24 +24,22 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
 
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from _common import agg_pyplot, ml2_fit_predict, save_figure, timed_steingp_fit, utc_timestamp, write_json  # noqa: E402
 
 import gpcompose  # noqa: E402
 from gpcompose.kernels import SquaredExponential  # noqa: E402
 from gpcompose.likelihoods import Gaussian  # noqa: E402
 from gpcompose.parameters import Positive  # noqa: E402
+
+plt = agg_pyplot()
 
 # SteinGP Table 4 (100 held-out points); "log posterior density" as printed.
 DOCUMENT = {
@@ -64,23 +62,8 @@ def load_data(data_dir: str, coefficient: float | None, seed: int):
 
 
 def ml2_baseline(X, y, X_test, y_test):
-    def log_marginal_likelihood(params, data):
-        kernel, likelihood = params
-        inputs, targets = data
-        posterior = gpcompose.gp.condition(kernel, gpcompose.means.Zero(), inputs, targets, likelihood.variance)
-        return gpcompose.gp.log_marginal_likelihood(posterior)
-
     start = time.perf_counter()
-    fit = gpcompose.maximise(
-        log_marginal_likelihood,
-        (SquaredExponential(), Gaussian()),
-        (jnp.asarray(X), jnp.asarray(y)),
-        include_prior=False,
-        scale=float(len(y)),
-    )
-    kernel, likelihood = fit.params
-    posterior = gpcompose.gp.condition(kernel, gpcompose.means.Zero(), X, y, likelihood.variance)
-    mean, variance = gpcompose.gp.predict(posterior, X_test)
+    kernel, likelihood, mean, variance = ml2_fit_predict(SquaredExponential(), Gaussian(), X, y, X_test)
     variance = variance + likelihood.variance.value
     wall = time.perf_counter() - start
     log_density = -0.5 * (np.log(2 * np.pi * variance) + (y_test - mean) ** 2 / variance)
@@ -155,11 +138,12 @@ def largest_gap_split(values):
 
 
 def run_seed(X, y, X_test, y_test, seed, num_particles, num_steps, optimizer, initialisation):
-    start = time.perf_counter()
-    result = gpcompose.steingp.fit(
+    result, mean, log_density, wall = timed_steingp_fit(
         X,
         y,
-        key=jax.random.key(seed),
+        X_test,
+        y_test,
+        seed,
         kernel=SquaredExponential(),
         likelihood=Gaussian(),
         num_particles=num_particles,
@@ -167,10 +151,6 @@ def run_seed(X, y, X_test, y_test, seed, num_particles, num_steps, optimizer, in
         optimizer=optimizer,
         initialisation=initialisation,
     )
-    mean, _ = result.predict(X_test)
-    log_density = result.log_predictive_density(X_test, y_test)
-    jax.block_until_ready(log_density)
-    wall = time.perf_counter() - start
     kernel, likelihood = result.components
     lengthscale = np.asarray(kernel.lengthscale.value)
     gap, lower, upper = largest_gap_split(lengthscale)
@@ -213,8 +193,7 @@ def plot(path, X, y, X_test, y_test, results, predictive, reference):
     axes[2].set_ylim(-2, 4)
     axes[2].legend(fontsize=7)
     axes[2].set_title(f"predictive (seed {results[0]['seed']})")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
 
 
 def main():
@@ -271,7 +250,7 @@ def main():
     log_density = np.array([r["log_density"] for r in results])
     record = {
         "arguments": vars(args),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "date": utc_timestamp(),
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "load": os.getloadavg()},
         "versions": {"jax": jax.__version__, "gpcompose": gpcompose.__version__},
         "steingp": results,
@@ -280,8 +259,7 @@ def main():
         "predictive_first_seed": predictive,
         "reference_log10_lengthscale_marginal": [r.tolist() for r in reference],
     }
-    with open(json_path, "w") as file:
-        json.dump(record, file, indent=1)
+    write_json(json_path, record)
     walls = [r["wall_s"] for r in results]
     compiled = f", {np.mean(walls[1:]):.1f} compiled" if len(walls) > 1 else ""
     print()

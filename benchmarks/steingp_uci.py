@@ -20,8 +20,6 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
@@ -29,8 +27,8 @@ import time  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+from _common import ml2_fit_predict, timed_steingp_fit, utc_timestamp, write_json  # noqa: E402
 
-import gpcompose  # noqa: E402
 from gpcompose.kernels import SquaredExponential  # noqa: E402
 from gpcompose.likelihoods import Bernoulli, Gaussian  # noqa: E402
 from gpcompose.parameters import Positive  # noqa: E402
@@ -80,21 +78,18 @@ def initial_model(dimension, classification):
 
 def steingp_fit(X, y, X_test, y_test, seed, num_particles, num_steps, optimizer, classification):
     kernel, likelihood = initial_model(X.shape[1], classification)
-    start = time.perf_counter()
-    result = gpcompose.steingp.fit(
+    result, mean, log_density, wall = timed_steingp_fit(
         X,
         y,
-        key=jax.random.key(seed),
+        X_test,
+        y_test,
+        seed,
         kernel=kernel,
         likelihood=likelihood,
         num_particles=num_particles,
         num_steps=num_steps,
         optimizer=optimizer,
     )
-    mean, _ = result.predict(X_test)
-    log_density = result.log_predictive_density(X_test, y_test)
-    jax.block_until_ready(log_density)
-    wall = time.perf_counter() - start
     return metrics(np.asarray(mean), np.asarray(log_density), y_test, classification) | {
         "wall_s": wall,
         "steps_finite": float(np.mean(result.info.finite)),
@@ -118,24 +113,8 @@ def ml2_fit(X, y, X_test, y_test):
         lengthscale=Positive(np.full(dimension, np.sqrt(dimension)), minimum=1e-6), variance=Positive(1.0, minimum=1e-6)
     )
     likelihood = Gaussian(variance=Positive(1.0, minimum=1e-6))
-
-    def log_marginal_likelihood(params, data):
-        prior_kernel, gaussian = params
-        inputs, targets = data
-        posterior = gpcompose.gp.condition(prior_kernel, gpcompose.means.Zero(), inputs, targets, gaussian.variance)
-        return gpcompose.gp.log_marginal_likelihood(posterior)
-
     start = time.perf_counter()
-    fit = gpcompose.maximise(
-        log_marginal_likelihood,
-        (kernel, likelihood),
-        (jnp.asarray(X), jnp.asarray(y)),
-        include_prior=False,
-        scale=float(len(y)),
-    )
-    kernel, likelihood = fit.params
-    posterior = gpcompose.gp.condition(kernel, gpcompose.means.Zero(), X, y, likelihood.variance)
-    mean, variance = gpcompose.gp.predict(posterior, X_test)
+    kernel, likelihood, mean, variance = ml2_fit_predict(kernel, likelihood, X, y, X_test)
     log_density = likelihood.log_predictive_density(jnp.asarray(y_test), mean, variance)
     jax.block_until_ready(log_density)
     wall = time.perf_counter() - start
@@ -180,20 +159,17 @@ def main():
                     {"dataset": name, "split": split_index, "method": "ML-II"} | ml2_fit(X, y, X_test, y_test)
                 )
                 print(records[-1], flush=True)
-    os.makedirs(args.output_dir, exist_ok=True)
     name = "steingp_uci" + ("_quick" if args.quick else "")
-    with open(os.path.join(args.output_dir, name + ".json"), "w") as file:
-        json.dump(
-            {
-                "arguments": vars(args),
-                "date": datetime.datetime.now(datetime.UTC).isoformat(),
-                "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "load": os.getloadavg()},
-                "records": records,
-                "document_table_8": {key: {str(k): v for k, v in row.items()} for key, row in DOCUMENT_TABLE_8.items()},
-            },
-            file,
-            indent=1,
-        )
+    write_json(
+        os.path.join(args.output_dir, name + ".json"),
+        {
+            "arguments": vars(args),
+            "date": utc_timestamp(),
+            "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "load": os.getloadavg()},
+            "records": records,
+            "document_table_8": {key: {str(k): v for k, v in row.items()} for key, row in DOCUMENT_TABLE_8.items()},
+        },
+    )
     print()
     print("| data set | method | test log-lik. (ours) | RMSE / accuracy | wall s per fit | document (Table 8) |")
     print("|---|---|---|---|---|---|")

@@ -46,7 +46,6 @@ jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
-import datetime  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
@@ -57,11 +56,8 @@ from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from _common import agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 
 from gpcompose import svbmc  # noqa: E402
 from gpcompose.benchmarks import (  # noqa: E402
@@ -76,6 +72,8 @@ from gpcompose.benchmarks import (  # noqa: E402
 )
 from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
 from gpcompose.transforms import BoundedTransform  # noqa: E402
+
+plt = agg_pyplot()
 
 HERE = Path(__file__).resolve().parent
 LOTKA_VOLTERRA_REFERENCE = HERE / "results" / "reference" / "lotka_volterra.npz"
@@ -377,11 +375,11 @@ def run_problems(args, options, num_metric_samples, output_dir):
             if seed in done:
                 continue
             outcome = run_seed(problem, seed, options, num_metric_samples, args.budget, args.batch_size)
-            outcome["date"] = datetime.datetime.now(datetime.UTC).isoformat()
+            outcome["date"] = utc_timestamp()
             outcome["code"] = code_version()
             print(problem_name, json.dumps(outcome), flush=True)
             record["runs"].append(outcome)
-            path.write_text(json.dumps(record, indent=1))
+            write_json(path, record)
 
 
 def code_version() -> str:
@@ -429,8 +427,7 @@ def table(output_dir):
         axis.set_xticks(range(len(results)), list(results), rotation=30, fontsize=7, ha="right")
         axis.set_yscale("log")
         axis.set_title(metric)
-    figure.tight_layout()
-    figure.savefig(output_dir.parent / "svbmc_problems.png", dpi=120)
+    save_figure(figure, output_dir.parent / "svbmc_problems.png")
 
 
 def main():

@@ -31,7 +31,6 @@ jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
-import datetime  # noqa: E402
 import importlib.metadata  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -43,18 +42,17 @@ from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 from svbmc_problems import bootstrap_median, run_seed, run_settings, two_moons  # noqa: E402
 
 from gpcompose.benchmarks import TwoMoons  # noqa: E402
 from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
+
+plt = agg_pyplot()
 
 PROBLEM = "two_moons_vsbq"
 TARGET = TwoMoons(radial_scale=0.1, concentration=8.0)
@@ -131,6 +129,17 @@ def optimise_with_pyvbmc(
     return vbmc, vp, results, count[0], time.perf_counter() - start
 
 
+def pyvbmc_counts(results, num_evaluations):
+    """The size of a PyVBMC run: components, iterations, target calls counted by the wrapper
+    (`num_evaluations`) and PyVBMC's own `func_count`."""
+    return {
+        "num_components": int(results["components"]),
+        "num_iterations": int(results["iterations"]),
+        "num_evaluations": num_evaluations,
+        "func_count": int(results["func_count"]),
+    }
+
+
 def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
     dimension = TARGET.dimension
     x0 = 0.5 * np.random.default_rng(seed).standard_normal((1, dimension))
@@ -156,10 +165,7 @@ def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
         "delta_lml": abs(elbo - float(problem.log_normaliser)),
         "mmtv": float(mmtv(samples, reference)),
         "gskl": float(divergence),
-        "num_components": int(results["components"]),
-        "num_iterations": int(results["iterations"]),
-        "num_evaluations": num_evaluations,
-        "func_count": int(results["func_count"]),
+        **pyvbmc_counts(results, num_evaluations),
         "train_set_size": int(results["train_set_size"]),
         "convergence_status": str(results["convergence_status"]),
         "success_flag": bool(results["success_flag"]),
@@ -240,9 +246,7 @@ def plot(results, path):
         axis.set_yscale("log")
         axis.set_title(titles[quantity])
     figure.suptitle("Two moons (VSBQ variant): points are seeds, bars are medians", fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main():
@@ -269,7 +273,6 @@ def main():
         args.pyvbmc_max_fun_evals = args.pyvbmc_max_fun_evals or 30
 
     output_dir = Path(args.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     name = "svbmc_pyvbmc_two_moons_quick" if args.quick else "svbmc_pyvbmc_two_moons"
 
     record = {
@@ -296,7 +299,7 @@ def main():
         },
         "versions": versions(),
         "machine": machine(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "date": utc_timestamp(),
         "results": {method: [] for method in METHODS},
     }
     results = record["results"]
@@ -325,13 +328,13 @@ def main():
         outcome["load_average_before"], outcome["load_average_after"] = initial_load, load_average()
         results[METHODS[1]].append(outcome)
         print(METHODS[1], json.dumps(outcome), flush=True)
-        json_path.write_text(json.dumps(record, indent=1))  # keep what is done if a later run dies
+        write_json(json_path, record)  # keep what is done if a later run dies
 
     record["total_seconds"] = time.perf_counter() - start_all
     table = make_table(results)
     record["table"] = table
     print(table)
-    json_path.write_text(json.dumps(record, indent=1))
+    write_json(json_path, record)
     plot(results, output_dir / f"{name}.png")
 
 
