@@ -29,6 +29,9 @@ class BVBMCOptions(eqx.Module):
     num_search_starts: int = eqx.field(static=True, default=4)  # [ours] refined by Adam
     search_steps: int = eqx.field(static=True, default=30)  # [ours]; code: 100 from one start
     search_learning_rate: float = eqx.field(static=True, default=0.1)  # code
+    # [ours] acquisitions stay in the box of the GP's training inputs, so that box (and the
+    # bounded boosting steps' box) never grows past the initial design's; see `ask`
+    search_in_box: bool = eqx.field(static=True, default=True)
     initial_joint_steps: int = eqx.field(static=True, default=300)  # ELBO fit of q₀ (§6.1.1.3)
     final_entropy_samples: int = eqx.field(static=True, default=8192)  # [ours] ELBO of the result
 

@@ -14,6 +14,7 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 from .. import gp
 from .._black_box import call_black_box
 from .._jit import public_jit
+from .._observations import input_span
 from ..acquisition import LOG_BMC_ACQUISITIONS, log_variance_regulariser, maximise_multistart
 from ..boosting import Boosting
 from ..kernels import AbstractKernel
@@ -190,12 +191,23 @@ def acquisition_index(state: BVBMCState, key: PRNGKeyArray):
 def ask(state: BVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     """The next point to evaluate: the maximiser of this iteration's acquisition, from
     the best of `num_candidates` draws of q refined by a vmapped multi-start Adam search
-    (Alg. 3 lines 8–9)."""
+    (Alg. 3 lines 8–9).
+
+    With `options.search_in_box` [ours] the draws and the search are clipped to the box of
+    the GP's training inputs. Without it, on heavy-tailed targets acquisitions drawn from
+    a widened mixture land ever farther out, each widens the box that bounds the boosted
+    components, and the mixture drifts off (Student-t toy D = 2: 2 of 10 seeds end with
+    gsKL 2·10³ and 8·10⁶; with it all 10 lie in 0.07–0.12)."""
     options = state.options
     choice_key, candidate_key = jax.random.split(key)
     objective = acquisition(state, acquisition_index(state, choice_key))
     mixture = state.boosting.mixture
     candidates = mixture.sample(candidate_key, options.num_candidates)
+    lower = upper = None
+    if options.search_in_box:
+        observations = state.boosting.posterior.observations
+        lower, upper = input_span(observations.inputs, observations.mask)
+        candidates = jnp.clip(candidates, lower[None, :], upper[None, :])
     values = jax.vmap(objective)(candidates)
     values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
     _, starts = jax.lax.top_k(values, options.num_search_starts)
@@ -206,6 +218,8 @@ def ask(state: BVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
         scale=scale,
         num_steps=options.search_steps,
         learning_rate=options.search_learning_rate,
+        lower=lower,
+        upper=upper,
     )
     return search.x
 
