@@ -109,9 +109,8 @@ def retrain(
 ):
     """The full SVBMC training pass; `previous` is None at initialisation (build-up from
     one component) and the current (surrogate, posterior, mixture) in the active phase
-    (hyperparameter comparison of §2.7, warm-started mixture). In both, the SGPR refit
-    passes the guard `without_spurious_peak`, with the hyperparameters it started from
-    (the subset MAP, or the §2.7 winner) as fallback.
+    (hyperparameter comparison of §2.7, warm-started mixture, and the refit guard
+    `without_spurious_peak` with the §2.7 winner as fallback).
 
     **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
     """
@@ -162,20 +161,16 @@ def retrain(
             surrogate.kernel, surrogate.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
         )
 
-    # keep the pre-refit hyperparameters if the refit made a peak; the check draws come from
-    # the current mixture, or at initialisation from the Gaussian of the highest points
-    if previous is None:
-        reference = initial_mixture(inputs, log_densities, keep, dimension + 2.0, options.max_components)
-    else:
-        reference = previous[2]
-    draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
-    posterior = without_spurious_peak(
-        condition(fitted),
-        lambda: condition(selected),
-        jnp.concatenate([inputs, draws]),
-        jnp.concatenate([keep, jnp.ones((options.peak_check_samples,), bool)]),
-        y_max + options.peak_tolerance_per_dimension * dimension,
-    )
+    posterior = condition(fitted)
+    if previous is not None:  # keep the pre-refit hyperparameters if the refit made a peak
+        draws = previous[2].sample(jax.random.fold_in(key, 1), options.peak_check_samples)
+        posterior = without_spurious_peak(
+            posterior,
+            lambda: condition(selected),
+            jnp.concatenate([inputs, draws]),
+            jnp.concatenate([keep, jnp.ones((options.peak_check_samples,), bool)]),
+            y_max + options.peak_tolerance_per_dimension * dimension,
+        )
 
     entropy_samples = options.entropy_samples()
     training_box = input_span(inputs, keep)  # the components stay inside (as in VBMC)
