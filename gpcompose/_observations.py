@@ -44,6 +44,14 @@ def input_span(X: Float[Array, "C D"], mask: Bool[Array, " C"]) -> tuple[Float[A
     return lower, upper
 
 
+def observed_box(observations: Observations) -> tuple[Float[Array, " D"], Float[Array, " D"]]:
+    """The box of the used inputs of `observations` (`input_span`), or the whole space
+    (−∞, ∞) when no slot is used, so that a GP with no data bounds nothing."""
+    lower, upper = input_span(observations.inputs, observations.mask)
+    no_data = ~jnp.any(observations.mask)
+    return jnp.where(no_data, -jnp.inf, lower), jnp.where(no_data, jnp.inf, upper)
+
+
 def make_observations(
     X: Float[ArrayLike, "N D"],
     y: Float[ArrayLike, " N"],

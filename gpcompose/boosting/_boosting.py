@@ -3,7 +3,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from .._observations import input_span
+from .._observations import observed_box
 from ..gp import ExactPosterior
 from ..mixtures import GaussianMixture
 from ..quadrature import maximise_elbo
@@ -143,12 +143,7 @@ class Boosting(eqx.Module):
 
     def bounds(self, posterior: ExactPosterior | SparsePosterior):
         """The box of the GP's training inputs that the components keep to (None if not `bounded`)."""
-        if not self.bounded:
-            return None
-        observations = posterior.observations
-        lower, upper = input_span(observations.inputs, observations.mask)
-        no_data = ~jnp.any(observations.mask)  # a GP with no data bounds nothing
-        return jnp.where(no_data, -jnp.inf, lower), jnp.where(no_data, jnp.inf, upper)
+        return observed_box(posterior.observations) if self.bounded else None
 
     def joint_update(self, state: BoostingState, key: PRNGKeyArray) -> BoostingState:
         """Adam on the surrogate ELBO over every component, then pruning below β."""

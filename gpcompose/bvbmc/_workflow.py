@@ -14,7 +14,7 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 from .. import gp
 from .._black_box import call_black_box
 from .._jit import public_jit
-from .._observations import input_span
+from .._observations import observed_box
 from ..acquisition import LOG_BMC_ACQUISITIONS, log_variance_regulariser, maximise_multistart
 from ..boosting import Boosting
 from ..kernels import AbstractKernel
@@ -205,8 +205,7 @@ def ask(state: BVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     candidates = mixture.sample(candidate_key, options.num_candidates)
     lower = upper = None
     if options.search_in_box:
-        observations = state.boosting.posterior.observations
-        lower, upper = input_span(observations.inputs, observations.mask)
+        lower, upper = observed_box(state.boosting.posterior.observations)
         candidates = jnp.clip(candidates, lower[None, :], upper[None, :])
     values = jax.vmap(objective)(candidates)
     values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
