@@ -14,12 +14,15 @@ class AbstractBufferState(eqx.Module):
 
     @property
     def key(self) -> PRNGKeyArray:
+        """The run's PRNG key, rebuilt from `key_data`."""
         return jax.random.wrap_key_data(self.key_data)
 
     @property
     def capacity(self) -> int:
+        """C, the number of rows of the evaluation buffers."""
         return self.log_densities.shape[0]
 
     @property
     def dimension(self) -> int:
+        """The input dimension D of the log density."""
         return self.inputs.shape[1]

@@ -50,6 +50,7 @@ class Cigar(eqx.Module):
 
     @property
     def dimension(self) -> int:
+        """The number of parameters D of the target."""
         return self.mean.shape[0]
 
     def log_density(self, x: Float[ArrayLike, " D"]) -> Float[Array, ""]:

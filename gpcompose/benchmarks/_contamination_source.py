@@ -163,6 +163,7 @@ class ContaminationSource(eqx.Module):
 
     @property
     def dimension(self) -> int:
+        """The number of model parameters, 4: θ = (x₀, t_s, q₀, ρ) (thesis §7.3)."""
         return _NUM_PARAMETERS
 
     @staticmethod

@@ -102,10 +102,12 @@ class LotkaVolterra(eqx.Module):
 
     @property
     def lower_bounds(self) -> Float[Array, " 8"]:
+        """Lower bounds of the 8 parameters: 0 (all are positive)."""
         return jnp.zeros(_NUM_PARAMETERS, self.years.dtype)
 
     @property
     def upper_bounds(self) -> Float[Array, " 8"]:
+        """Upper bounds of the 8 parameters: +∞ (no upper bound)."""
         return jnp.full(_NUM_PARAMETERS, jnp.inf, self.years.dtype)
 
     def log_populations(self, parameters: Float[ArrayLike, " 8"]) -> Float[Array, "T 2"]:
@@ -177,10 +179,12 @@ class LotkaVolterraReference(eqx.Module):
 
     @property
     def reference_mean(self) -> Float[Array, " 8"]:
+        """The sample mean of the reference posterior draws."""
         return jnp.mean(self.samples, axis=0)
 
     @property
     def reference_covariance(self) -> Float[Array, "8 8"]:
+        """The sample covariance of the reference posterior draws (unbiased, N − 1)."""
         return jnp.cov(self.samples, rowvar=False)
 
     def reference_samples(self, key: PRNGKeyArray, num_samples: int) -> Float[Array, "num_samples 8"]:

@@ -46,6 +46,7 @@ class Lumpy(eqx.Module):
 
     @property
     def dimension(self) -> int:
+        """The number of parameters D of the target."""
         return self.mean.shape[0]
 
     def log_density(self, x: Float[ArrayLike, " D"]) -> Float[Array, ""]:

@@ -27,6 +27,7 @@ class OptimisationFunction(eqx.Module):
 
     @property
     def dimension(self) -> int:
+        """The input dimension D, the length of the box bounds."""
         return len(self.lower)
 
     def __call__(self, x: Float[Array, " D"]) -> Float[Array, ""]:

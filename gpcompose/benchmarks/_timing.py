@@ -196,6 +196,7 @@ class TimingReference(eqx.Module):
 
     @property
     def dimension(self) -> int:
+        """The number of model parameters (5), read from the marginal grid."""
         return self.marginal_grid.shape[1]
 
     def marginal_samples(self, key: PRNGKeyArray, num_samples: int) -> Float[Array, "num_samples 5"]:

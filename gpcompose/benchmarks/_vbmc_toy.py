@@ -11,6 +11,7 @@ from ._lumpy import Lumpy
 from ._student_t import StudentT
 
 VBMC_TOY_PROBLEMS = {"lumpy": Lumpy, "cigar": Cigar, "student_t": StudentT}
+"""The toy targets of thesis §7.2 by name: a class per problem, each built with the dimension D."""
 
 _RADIUS_SCALE = 5.0
 

@@ -30,16 +30,20 @@ class BOState(eqx.Module):
 
     @property
     def capacity(self) -> int:
+        """C, the number of rows of the evaluation buffers: the total budget, initial design included."""
         return self.targets.shape[0]
 
     @property
     def dimension(self) -> int:
+        """The input dimension D."""
         return self.inputs.shape[1]
 
     def scale_to_unit(self, x: Float[Array, " D"]) -> Float[Array, " D"]:
+        """Map raw inputs to the unit cube: u = (x − lower)/(upper − lower)."""
         return (x - self.lower) / (self.upper - self.lower)
 
     def scale_from_unit(self, u: Float[Array, " D"]) -> Float[Array, " D"]:
+        """Map unit-cube inputs back to raw units: x = lower + (upper − lower) u."""
         return self.lower + (self.upper - self.lower) * u
 
 

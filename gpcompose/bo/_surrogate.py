@@ -37,16 +37,22 @@ class Surrogate(eqx.Module):
     noise_variance: Float[Array, ""]
 
     def predict(self, X: Float[Array, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
+        """Latent mean and variance of f at `X`: exact for the GP, the first-order (linearised)
+        predictive of f = c − ½h² for the square-root GP (`bounded.predict_linearised`)."""
         if isinstance(self.posterior, SquareRootPosterior):
             return predict_linearised(self.posterior, X)
         return gp.predict(self.posterior, X)
 
     def lookahead_variance(self, X_query: Float[Array, "Q D"], x: Float[Array, " D"]) -> Float[Array, " Q"]:
+        """Latent variance at `X_query` after one more noisy observation at `x` (the variance
+        reduction that entropy-search acquisitions need); hyperparameters held fixed."""
         if isinstance(self.posterior, SquareRootPosterior):
             return square_root_lookahead_variance(self.posterior, X_query, x, self.noise_variance)
         return gp.lookahead_variance(self.posterior, X_query, x, self.noise_variance)
 
     def samples(self, key: PRNGKeyArray, num_samples: int, num_features: int) -> AbstractSamples:
+        """`num_samples` pathwise posterior functions with `num_features` random Fourier features
+        (`sampling.pathwise`, or `bounded.square_root_pathwise` for the square-root GP)."""
         if isinstance(self.posterior, SquareRootPosterior):
             return square_root_pathwise(key, self.posterior, num_samples, num_features)
         return pathwise(key, self.posterior, num_samples, num_features)

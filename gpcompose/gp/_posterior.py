@@ -28,6 +28,8 @@ class ExactPosterior(eqx.Module):
 
     @property
     def result(self) -> RESULTS:
+        """`RESULTS.successful`, or `RESULTS.cholesky_failed` when the factorisation of K + D failed
+        even at the largest jitter (the state then holds finite placeholders)."""
         return self.factor.result
 
 

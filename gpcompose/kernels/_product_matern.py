@@ -32,6 +32,8 @@ class ProductMatern(AbstractKernel):
         return self.variance.value * jnp.prod(matern_correlation(self.smoothness, distances))
 
     def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:
+        """`num_features` frequencies ω with independent coordinates ω_d = t_d/ℓ_d, t_d drawn from
+        the 1-D Student-t spectral density with 2ν degrees of freedom of each factor."""
         dtype = self.lengthscale.value.dtype
         standard = student_t_frequencies(key, self.smoothness, (num_features, dimension, 1), dtype)
         return scale_frequencies(standard[..., 0], self.lengthscale.value)

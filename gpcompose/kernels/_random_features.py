@@ -23,6 +23,7 @@ class RandomFourierFeatures(eqx.Module):
 
     @property
     def num_features(self) -> int:
+        """F, the number of random features."""
         return self.phases.shape[0]
 
     def __call__(self, X: Float[ArrayLike, "N D"]) -> Float[Array, "N F"]:

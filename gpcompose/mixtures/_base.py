@@ -46,10 +46,12 @@ class AbstractGaussianMixture(eqx.Module):
 
     @property
     def num_components(self) -> int:
+        """K, the number of component slots (active or not; see `mask`)."""
         return self.logits.shape[0]
 
     @property
     def dimension(self) -> int:
+        """The dimension D of the support."""
         return self.component_means.shape[1]
 
     @property

@@ -26,12 +26,15 @@ class MultivariateNormal(eqx.Module):
 
     @property
     def dimension(self) -> int:
+        """The dimension D."""
         return self.location.shape[0]
 
     def mean(self) -> Float[Array, " D"]:
+        """The mean μ."""
         return self.location
 
     def covariance(self) -> Float[Array, "D D"]:
+        """The covariance matrix Σ."""
         return self.covariance_matrix
 
     def log_prob(self, x: Float[Array, "*batch D"]) -> Float[Array, "*batch"]:

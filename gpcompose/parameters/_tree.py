@@ -17,6 +17,8 @@ Tree = TypeVar("Tree")
 
 
 def is_parameter(node) -> bool:
+    """True for a hyperparameter leaf (an `AbstractParameter`): the `is_leaf` of the tree
+    functions here, so that a parameter is never split into its fields."""
     return isinstance(node, AbstractParameter)
 
 

@@ -73,6 +73,8 @@ class SteinGP(eqx.Module):
 
     @property
     def svgd(self) -> SVGD:
+        """The underlying `gpcompose.svgd.SVGD` on the model's log density, with this algorithm's
+        particle kernel and optimiser (`init`/`step` delegate to it)."""
         return SVGD(self.model.log_density, kernel=self.kernel, optimizer=self.optimizer)
 
     def init(self, key: PRNGKeyArray, num_particles: int) -> SVGDState:

@@ -45,6 +45,7 @@ class AbstractSteinGPModel(eqx.Module):
 
     @property
     def num_data(self) -> int:
+        """N, the number of training points."""
         return self.X.shape[0]
 
     @property

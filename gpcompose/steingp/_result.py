@@ -46,10 +46,12 @@ class SteinGPResult(eqx.Module):
 
     @property
     def num_particles(self) -> int:
+        """J, the number of particles."""
         return jax.tree.leaves(self.particles)[0].shape[0]
 
     @property
     def components(self) -> tuple[AbstractKernel, AbstractLikelihood]:
+        """The (kernel, likelihood) of every particle, stacked with a leading axis J."""
         return jax.vmap(self.model.components)(self.particles)
 
     def _new_inputs(self, X_new: Float[ArrayLike, "Q D"]) -> Float[Array, "Q D"]:

@@ -56,6 +56,8 @@ class SVBMCOptions(eqx.Module):
         return min(self.min_inducing, maximum), maximum
 
     def entropy_samples(self) -> int:
+        """Monte Carlo samples for the entropy during optimisation: `num_entropy_samples`, or by
+        default ⌈100 K_max^{2/3}⌉ (the PyVBMC default N_ent = 100·K^{2/3}, notes/svbmc.md)."""
         if self.num_entropy_samples is not None:
             return self.num_entropy_samples
         return math.ceil(100 * self.max_components ** (2 / 3))

@@ -76,6 +76,7 @@ class BoundedTransform(eqx.Module):
 
     @property
     def dimension(self) -> int:
+        """The dimension D."""
         return self.lower.shape[0]
 
     def _check(self, values: Float[ArrayLike, "*batch D"], name: str) -> Array:

@@ -26,6 +26,7 @@ class TransformedMixture(eqx.Module):
 
     @property
     def dimension(self) -> int:
+        """The dimension D."""
         return self.mixture.dimension
 
     def sample(self, key: PRNGKeyArray, num_samples: int) -> Float[Array, "S D"]:
