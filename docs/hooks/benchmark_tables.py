@@ -36,7 +36,7 @@ def _heading_levels(lines):
     return levels
 
 
-def _section(lines, heading, page_level):
+def _section(lines, heading, enclosing_level):
     levels = _heading_levels(lines)
     starts = [index for index in levels if HEADING.match(lines[index])["title"].startswith(heading)]
     if len(starts) != 1:
@@ -47,7 +47,7 @@ def _section(lines, heading, page_level):
     for index in range(start + 1, end):
         line = lines[index]
         if index in levels:
-            line = "#" * (levels[index] - levels[start] + page_level) + " " + HEADING.match(line)["title"]
+            line = "#" * (levels[index] - levels[start] + enclosing_level) + " " + HEADING.match(line)["title"]
         body.append(RELATIVE_LINK.sub(_unlink, line))
     return "\n".join(body).strip()
 
@@ -67,5 +67,5 @@ def on_page_markdown(markdown, page, config, files):
             output.append(line)
             continue
         enclosing = [level for heading_index, level in page_levels.items() if heading_index < index]
-        output.append(_section(readme, directive["heading"], (enclosing[-1] if enclosing else 1) + 1))
+        output.append(_section(readme, directive["heading"], enclosing[-1] if enclosing else 1))
     return "\n".join(output)
