@@ -42,8 +42,12 @@ class SVI(eqx.Module):
     With Z = X, |B| = N and ρ = 1 a step is exactly a `CAVI` step.
 
     **Fields:** `kernel`, `likelihood`, `mean` (default `Zero()`), `optimizer` (optax or `None`),
-    `batch_size` (`None`: all data at every step) and `step_size` (a number or a schedule
-    `num_steps -> ρ`; default `decaying_step_size`).
+    `batch_size` (`None`: all data at every step), `step_size` (a number or a schedule
+    `num_steps -> ρ`; default `decaying_step_size`) and `batch_sharding` (`None`, or a
+    `jax.sharding.Sharding` of the (mini)batch rows such as `NamedSharding(mesh, PartitionSpec("data"))`:
+    the batch drawn inside `step` is laid out with `jax.lax.with_sharding_constraint`, so that its
+    per-point local updates and sums run data-parallel over the mesh; results equal the unsharded step
+    up to the order of the sums, see examples/sharding.py).
     """
 
     kernel: AbstractKernel
@@ -54,11 +58,14 @@ class SVI(eqx.Module):
     step_size: Callable[[Int[Array, ""]], Float[Array, ""]] | Float[Array, ""] = eqx.field(
         default=decaying_step_size, converter=_as_step_size
     )
+    batch_sharding: jax.sharding.Sharding | None = eqx.field(default=None, static=True)
 
     def __check_init__(self):
         check_model(self.kernel, self.likelihood, self.mean, self.optimizer)
         if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
             raise ValueError(f"`batch_size` must be a positive int or None, got {self.batch_size!r}.")
+        if self.batch_sharding is not None and not isinstance(self.batch_sharding, jax.sharding.Sharding):
+            raise ValueError(f"`batch_sharding` must be a jax.sharding.Sharding or None, got {self.batch_sharding!r}.")
 
     def init(self, inducing_inputs: Float[ArrayLike, "M D"]) -> AACIState:
         """q(u) = p(u) at the inducing inputs."""
@@ -78,6 +85,8 @@ class SVI(eqx.Module):
                 raise ValueError(f"`batch_size` ({self.batch_size}) exceeds the number of data points ({num_data}).")
             batch = jax.random.choice(key, num_data, (self.batch_size,), replace=False)
             X, y = X[batch], y[batch]
+        if self.batch_sharding is not None:
+            X, y = jax.lax.with_sharding_constraint((X, y), self.batch_sharding)
         scale = jnp.asarray(num_data / X.shape[0], X.dtype)
         step_size = self.step_size(state.num_steps) if callable(self.step_size) else self.step_size
         return natural_step(state, X, y, scale, jnp.asarray(step_size, X.dtype), self.optimizer)
