@@ -174,8 +174,8 @@ def test_sample_constrained_maps_mixture_draws(bridges, getkey):
 
 def test_svgd_through_the_bridge_recovers_the_conjugate_posterior(conjugate_bridge, getkey):
     """SVGD particles on θ = (logit p, log r), mapped back, match the closed-form posterior means to 2 %
-    and variances to 12 %. Without the log-Jacobian (hand check, same settings) the means are off by
-    7–8 % and the rate variance by 15 %."""
+    and variances to 10 %. Without the log-Jacobian (checked by hand, same settings) the means are off by
+    7–8 % and the rate variance by 14 %."""
     bridge = conjugate_bridge
     svgd = SVGD(bridge, optimizer=optax.adam(0.1))
     state = svgd.init(jax.random.normal(getkey(), (100, 2)))
