@@ -1,4 +1,5 @@
-"""Every public name of gpcompose has a non-empty docstring (issue 9, "Documentation").
+"""Every public name of gpcompose has a non-empty docstring, and every public module a page in
+the API reference (issue 9, "Documentation").
 
 Public means: every module of `gpcompose` whose dotted path has no component starting
 with `_` (`gpcompose.contrib` only when its optional dependencies are installed); in each,
@@ -162,3 +163,16 @@ def test_the_walk_sees_undocumented_names():
 
     assert _own_class_docstring(AutoDocumented) is None
     assert _attribute_docstring(gpcompose, "__version__") is None
+
+
+def test_api_reference_covers_every_public_module():
+    """Every public module has a `::: module` directive in docs/api/, so that mkdocstrings
+    renders all of its public names in the API reference."""
+    api_pages = pathlib.Path(__file__).resolve().parents[1] / "docs" / "api"
+    rendered = {
+        match
+        for page in api_pages.glob("*.md")
+        for match in re.findall(r"^::: ([\w.]+)$", page.read_text(), flags=re.MULTILINE)
+    }
+    missing = sorted(set(_public_modules()) - rendered)
+    assert not missing, f"public modules without an API page (docs/api/*.md): {missing}"
