@@ -3,10 +3,9 @@ the API reference (issue 9, "Documentation").
 
 Public means: every module of `gpcompose` whose dotted path has no component starting
 with `_` (`gpcompose.contrib` in a test of its own, run when its optional dependencies are
-installed); in each,
-every name not starting with `_` whose object is defined in gpcompose (re-exported
-third-party objects such as `jax.typing.ArrayLike` are not ours to document); and the
-public methods and properties of the public classes. Module-level constants (a dict of
+installed); in each, every name not starting with `_` whose object is defined in gpcompose
+(re-exported third-party objects such as `jax.typing.ArrayLike` are not ours to document);
+and the public methods and properties of the public classes. Module-level constants (a dict of
 problems, say) carry an attribute docstring: a string literal right after the assignment,
 the convention that mkdocstrings renders in the API reference.
 """
@@ -18,6 +17,7 @@ import inspect
 import pathlib
 import pkgutil
 import re
+import sys
 import types
 
 import pytest
@@ -133,9 +133,7 @@ def _offenders(module_names):
                     if member_name.startswith("_"):
                         continue
                     docstring = _member_docstring(obj, member_name)
-                    if docstring is not None and docstring == "":
-                        continue
-                    if not (docstring or "").strip():
+                    if docstring != "" and not (docstring or "").strip():
                         offenders.append(f"member {qualified}.{member_name}")
             elif callable(obj):
                 if _defined_in_gpcompose(obj) and not (obj.__doc__ or "").strip():
@@ -160,22 +158,39 @@ def test_every_public_name_of_contrib_has_a_docstring():
     assert not offenders, f"{len(offenders)} public names without a docstring:\n" + "\n".join(offenders)
 
 
-def test_the_walk_sees_undocumented_names():
-    """The checker itself can fail: an undocumented class, method and constant are caught."""
+def test_the_walk_sees_undocumented_names(monkeypatch):
+    """The checker itself can fail: an undocumented function, class, method and a dataclass
+    with only its generated docstring are reported, documented ones are not."""
+    module = types.ModuleType("gpcompose.fake", "A module for this test.")
+
+    def undocumented_function():
+        pass
 
     class Undocumented:
         def method(self):
             pass
 
-    Undocumented.__module__ = "gpcompose.fake"
-    assert _own_class_docstring(Undocumented) is None
-    assert _member_docstring(Undocumented, "method") is None
-
     @dataclasses.dataclass
     class AutoDocumented:
         field: int
 
-    assert _own_class_docstring(AutoDocumented) is None
+    class Documented:
+        """Documented."""
+
+        @property
+        def documented_property(self):
+            """Documented."""
+
+    for obj in (undocumented_function, Undocumented, AutoDocumented, Documented):
+        obj.__module__ = "gpcompose.fake"
+        setattr(module, obj.__name__, obj)
+    monkeypatch.setitem(sys.modules, "gpcompose.fake", module)
+    assert _offenders(["gpcompose.fake"]) == [
+        "class gpcompose.fake.AutoDocumented",
+        "class gpcompose.fake.Undocumented",
+        "member gpcompose.fake.Undocumented.method",
+        "function gpcompose.fake.undocumented_function",
+    ]
     assert _attribute_docstring(gpcompose, "__version__") is None
 
 
