@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 
-.PHONY: demo test setup-examples setup-test bench lint
+.PHONY: demo test docs setup-examples setup-test bench lint
 
 $(VENV_PYTHON):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: setup-examples
 
 test: setup-test
 	$(VENV_PYTHON) -m pytest -n auto -q
+
+docs: $(VENV_PYTHON)
+	$(VENV_PYTHON) -m pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(VENV_PYTHON) -m mkdocs build --strict
 
 bench: $(VENV_PYTHON)
 	$(VENV_PYTHON) -m pip install --quiet -e '.[bench]'
