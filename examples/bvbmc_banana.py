@@ -78,7 +78,10 @@ def grid_reference():
 
 
 def settings(smoke):
-    """(number of initial points, budget of new evaluations, `BVBMCOptions`, `Boosting`)."""
+    """(number of initial points, budget of new evaluations, `BVBMCOptions`, `Boosting`): 10D
+    initial points and 40 evaluations, boosting steps with fewer Adam steps and samples than the
+    thesis's code (300/500) and at most 10 components; the smoke size is the smallest that runs
+    every stage (ML-II, q₀, acquisition, f-step, w-step)."""
     if smoke:
         options = bvbmc.BVBMCOptions(
             max_components=4, fit_steps=30, initial_joint_steps=20, num_candidates=8, search_steps=3,
@@ -89,9 +92,9 @@ def settings(smoke):
         )
         return 12, 3, options, algorithm
     algorithm = boosting.Boosting(
-        relbo_steps=100, relbo_samples=100, weight_samples=100, joint_steps=100, joint_samples_per_component=50
+        relbo_steps=200, relbo_samples=200, weight_samples=200, joint_steps=200, joint_samples_per_component=100
     )
-    return 20, 30, bvbmc.BVBMCOptions(max_components=8), algorithm
+    return 20, 40, bvbmc.BVBMCOptions(max_components=10), algorithm
 
 
 def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
@@ -106,6 +109,8 @@ def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
         np.asarray(X0),
         key=run_key,
         budget=budget,
+        # An SE kernel and one acquisition: the run costs two thirds of the CPU time it does with the defaults
+        # (product Matérn-5/2, PROP and MMLT alternated; measured 38 s against 58 s, mostly compilation).
         kernel=kernels.SquaredExponential(lengthscale=jnp.ones(2), variance=1.0),
         acquisitions=("prop",),
         joint_update_every=10,
@@ -139,7 +144,7 @@ def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
 def plot(result, num_initial, log_normaliser, path):
     """Contours of the normalised target g/Z and of the mixture q at the same log-density levels."""
     first = np.linspace(-4.0, 4.0, 200)
-    second = np.linspace(-2.5, 7.0, 200)
+    second = np.linspace(-2.5, 8.5, 200)
     points = np.stack(np.meshgrid(first, second, indexing="xy"), axis=-1)
     target = np.asarray(log_density(points)) - log_normaliser
     approximation = np.asarray(result.posterior.log_prob(jnp.asarray(points)))
