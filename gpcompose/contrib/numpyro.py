@@ -66,9 +66,10 @@ class NumPyroLogDensity(eqx.Module):
     sites by `to_constrained`; `to_unconstrained` maps site values (e.g. NUTS draws or a chosen
     initial point) to θ.
 
-    `log_density(x)` takes one point of shape (D,) and is jitted (once per input dtype); it composes with
-    `jax.jit`, `jax.vmap` and `jax.grad`, so it serves the traceable `bvbmc.run`/`svbmc.run`,
-    `svgd.SVGD` and the black-box `fit` drivers alike.
+    `log_density(x)` takes one point of shape (D,) and is jitted (once per input dtype); it composes
+    with `jax.vmap`, `jax.grad` and `jax.jit` (of a function that calls it, or `eqx.filter_jit`: the
+    module itself holds arrays, so `jax.jit(log_density)` cannot hash it), so it serves the
+    traceable `bvbmc.run`/`svbmc.run`, `svgd.SVGD` and the black-box `fit` drivers alike.
 
     !!! Example
         ```python
