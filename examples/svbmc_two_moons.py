@@ -34,16 +34,16 @@ NAME = "svbmc_two_moons"
 NUM_CHAINS = 4
 BOX_HALF_WIDTH = 2.0  # the target is below e^{-70} of its maximum outside [-2, 2]² (ring radius 0.71, sd 0.1)
 # (full size, smoke size): slice-sampling evaluations per chain, new evaluations, evaluations per round
-SIZES = {False: (150, 10, 5), True: (40, 2, 2)}
+SIZES = {False: (100, 10, 5), True: (40, 2, 2)}
 OPTIONS = {
     False: svbmc.SVBMCOptions(
         max_components=8,
-        subset_size=200,
+        subset_size=150,
         min_inducing=80,
         max_inducing=150,
         exact_fit_steps=100,
         sparse_fit_steps=30,
-        buildup_steps=150,
+        buildup_steps=100,
         round_steps=50,
         num_candidates=64,
         search_steps=15,
@@ -92,8 +92,8 @@ def plot(path, target, X_initial, active, samples, posterior):
     target_density = jnp.exp(jax.vmap(jax.vmap(target.log_density))(grid) - target.log_normaliser)
     posterior_density = jnp.exp(jax.vmap(posterior.log_prob)(grid.reshape(-1, 2)).reshape(grid.shape[:2]))
     figure, axes = plt.subplots(1, 2, figsize=(10, 4.6), sharex=True, sharey=True)
-    axes[0].contour(axis_values, axis_values, target_density, levels=8, cmap="Greys")
-    axes[0].plot(X_initial[:, 0], X_initial[:, 1], ".", color="C0", markersize=3, label="initial (slice chains)")
+    axes[0].plot(X_initial[:, 0], X_initial[:, 1], ".", color="C0", markersize=2, label="initial (slice chains)")
+    axes[0].contour(axis_values, axis_values, target_density, levels=8, colors="k", linewidths=0.8)
     axes[0].plot(active[:, 0], active[:, 1], "x", color="C3", markersize=7, label="active (SVBMC)")
     axes[0].set_title("target and evaluations")
     axes[0].legend(loc="lower left", fontsize=8)
