@@ -45,7 +45,7 @@ DATA_SEED = 7  # the first data seed in 0–15 whose exact lengthscale posterior
 SHORT_MODE_BELOW = 0.4  # ℓ between the two modes of this draw (≈ 0.2 and ≈ 0.9), where the exact density is ≈ 0
 # (full size, smoke size): particles J, SVGD steps (Adam, learning rate 0.05), grid sizes of the exact
 # ℓ-marginal (log ℓ ∈ [log 0.1, log 3], log α², log σ²)
-SIZES = {False: (20, 500, (60, 20, 16)), True: (4, 50, (20, 6, 5))}
+SIZES = {False: (20, 250, (50, 16, 12)), True: (4, 50, (20, 6, 5))}
 
 
 def latent(x):
