@@ -14,12 +14,14 @@ Run with `python examples/bes_branin.py` (writes `examples/bes_branin.png`: Bran
 contours with the points each method evaluated, and the regret per evaluation).
 """
 
+import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
+os.environ.setdefault("PJRT_NPROC", "16")  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402

@@ -25,12 +25,14 @@ of our timing likelihood takes ~50 ms, so a NUTS run alone would take minutes.
 Run with `python examples/numpyro_bridge.py`. Writes `examples/numpyro_bridge.png`.
 """
 
+import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
+os.environ.setdefault("PJRT_NPROC", "16")  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402

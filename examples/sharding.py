@@ -25,18 +25,25 @@ devices on one CPU, set XLA's flag before JAX starts:
 
     XLA_FLAGS=--xla_force_host_platform_device_count=4 python examples/sharding.py
 
-(`tests/test_sharding.py` does this in a subprocess and checks the equalities.) Prints the
-largest difference between the sharded and the one-device results and writes
+(`tests/test_sharding.py` does this in a subprocess and checks the equalities.)
+
+On the CPU, set `PJRT_NPROC` (done below) so that jaxlib 0.10's batched LAPACK kernels cannot
+block every thread of XLA's CPU pool; without it this example hangs on 4 forced devices on a
+2-core machine (docs/numerics.md, "CPU thread pool").
+
+Prints the largest difference between the sharded and the one-device results and writes
 `examples/sharding.png`: each seed's SteinGP predictive mean coloured by the device that ran
 it, and the SVI ELBO trace and class probability of both runs.
 """
 
+import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
+os.environ.setdefault("PJRT_NPROC", "16")  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -69,9 +76,9 @@ def settings(smoke: bool) -> dict:
         )
     return dict(
         num_seeds=16,
-        num_regression=40,
-        num_particles=10,
-        stein_steps=300,
+        num_regression=20,
+        num_particles=8,
+        stein_steps=100,
         num_classification=4000,
         batch_size=128,
         num_inducing=15,
@@ -134,9 +141,11 @@ def multi_seed_run(algorithm: steingp.SteinGP, *, num_particles: int, num_steps:
 @eqx.filter_jit
 def predictive_means(algorithm: steingp.SteinGP, particles) -> jax.Array:
     """Each seed's particle-mixture predictive mean on `GRID` (computed where its particles are)."""
-    return jax.vmap(lambda seed_particles: steingp.SteinGPResult(algorithm.model, seed_particles).predict(GRID)[0])(
-        particles
-    )
+
+    def predictive_mean(seed_particles):
+        return steingp.SteinGPResult(algorithm.model, seed_particles, None).predict(GRID)[0]
+
+    return jax.vmap(predictive_mean)(particles)
 
 
 def svi_algorithm(batch_size: int, batch_sharding: NamedSharding | None) -> aaci.SVI:

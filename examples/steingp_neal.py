@@ -20,12 +20,14 @@ Run with `python examples/steingp_neal.py`. Writes `examples/steingp_neal.png` (
 mixture predictive mean ± 2 sd; histogram of the particles' lengthscales).
 """
 
+import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
+os.environ.setdefault("PJRT_NPROC", "16")  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402

@@ -11,12 +11,14 @@ Run with `python examples/svbmc_two_moons.py`. Writes `examples/svbmc_two_moons.
 (target with the initial and active evaluations; the SVBMC posterior with its samples).
 """
 
+import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
+os.environ.setdefault("PJRT_NPROC", "16")  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -5,6 +5,11 @@ import os
 # time; whole suite 17 min 07 s → 13 min 13 s on 2 cores). Set before the first computation
 # creates the backend. Only code generation changes; XLA's CPU fast-math is off either way.
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+# jaxlib 0.10's batched LAPACK kernels (Cholesky, triangular solves) split a batch over XLA's CPU
+# thread pool and block until the pieces finish; when every pool thread is blocked that way the
+# program never returns (docs/numerics.md, "CPU thread pool"). The pool has one thread per core
+# (2 here) unless PJRT_NPROC says otherwise; 16 leaves free threads for the pieces.
+os.environ.setdefault("PJRT_NPROC", "16")
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
