@@ -27,9 +27,9 @@ devices on one CPU, set XLA's flag before JAX starts:
 
 (`tests/test_sharding.py` does this in a subprocess and checks the equalities.)
 
-On the CPU, set `PJRT_NPROC` (done below) so that jaxlib 0.10's batched LAPACK kernels cannot
-block every thread of XLA's CPU pool; without it this example hangs on 4 forced devices on a
-2-core machine (docs/numerics.md, "CPU thread pool").
+On the CPU, `PJRT_NPROC=16` (set below) keeps jaxlib 0.10's batched LAPACK kernels from
+blocking every thread of XLA's CPU pool, which the 4 forced devices share: with 2 or 4 threads
+this example hangs on a 2-core machine (docs/numerics.md, "CPU thread pool").
 
 Prints the largest difference between the sharded and the one-device results and writes
 `examples/sharding.png`: each seed's SteinGP predictive mean coloured by the device that ran
@@ -43,7 +43,7 @@ import time
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", "16")  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
+os.environ.setdefault("PJRT_NPROC", "16")  # forced host devices share one pool (docs/numerics.md)
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -8,8 +8,8 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_opt
 # jaxlib 0.10's batched LAPACK kernels (Cholesky, triangular solves) split a batch over XLA's CPU
 # thread pool and block until the pieces finish; when every pool thread is blocked that way the
 # program never returns (docs/numerics.md, "CPU thread pool"). The pool has one thread per core
-# (2 here) unless PJRT_NPROC says otherwise; 16 leaves free threads for the pieces.
-os.environ.setdefault("PJRT_NPROC", "16")
+# (2 here) unless PJRT_NPROC says otherwise; twice as many leave free threads for the pieces.
+os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
