@@ -17,7 +17,7 @@ setup-test: $(VENV_PYTHON)
 	$(VENV_PYTHON) -m pip install --quiet -e '.[test]'
 
 demo: setup-examples
-	$(VENV_PYTHON) examples/quickstart.py
+	$(VENV_PYTHON) examples/tour.py
 
 test: setup-test
 	$(VENV_PYTHON) -m pytest -n auto -q
