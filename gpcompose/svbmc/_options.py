@@ -28,6 +28,10 @@ class SVBMCOptions(eqx.Module):
     max_inducing: int | None = eqx.field(static=True, default=None)  # None: 300 + 2√budget
     exact_fit_steps: int = eqx.field(static=True, default=200)  # [ours] BFGS steps, subset MAP
     sparse_fit_steps: int = eqx.field(static=True, default=50)  # [ours] BFGS steps, SGPR MAP
+    # [ours] refit guard (`without_spurious_peak`): ceiling y_max + this·D, checked at the
+    # training inputs and at `peak_check_samples` draws of the current mixture
+    peak_tolerance_per_dimension: float = eqx.field(static=True, default=1.0)
+    peak_check_samples: int = eqx.field(static=True, default=1024)
     buildup_steps: int = eqx.field(static=True, default=300)  # [ours] Adam steps per build-up stage
     round_steps: int = eqx.field(static=True, default=100)  # [ours] Adam steps per active round
     learning_rate: float = eqx.field(static=True, default=0.05)  # [ours] Adam, scale-free coordinates
@@ -42,7 +46,15 @@ class SVBMCOptions(eqx.Module):
     search_steps: int = eqx.field(static=True, default=30)  # [ours]
 
     def __check_init__(self):
-        positive = ("budget", "batch_size", "max_components", "subset_size", "num_strata", "final_entropy_samples")
+        positive = (
+            "budget",
+            "batch_size",
+            "max_components",
+            "subset_size",
+            "num_strata",
+            "final_entropy_samples",
+            "peak_check_samples",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")

@@ -1,6 +1,8 @@
 """One SVBMC retraining: trim, shape the noise, fit the hyperparameters, select inducing
 points, condition the sparse GP and (re-)optimise the variational mixture (§3 step 7)."""
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
@@ -65,6 +67,29 @@ def new_point_noise(state: SVBMCState, log_density, observation_variance) -> Flo
     return observation_variance + shaping
 
 
+def without_spurious_peak(
+    posterior: sparse.SparsePosterior,
+    fallback: Callable[[], sparse.SparsePosterior],
+    points: Float[Array, "Q D"],
+    mask: Bool[Array, " Q"],
+    ceiling: Float[Array, ""],
+) -> sparse.SparsePosterior:
+    """`posterior`, unless its mean exceeds `ceiling` at one of the unmasked `points`;
+    then `fallback()` [ours].
+
+    The guard of the active-phase refit. The SGPR MAP with Z fixed is dominated by the
+    Titsias trace term when M is capped (Lotka–Volterra: −9·10⁵ of the bound), and it
+    can end at hyperparameters whose mean rises tens of units above every observation
+    between the inducing points; the mixture then chases those peaks and the ELBO runs
+    off. VBMC bounds the quadratic mean's maximum by y_max + D for the same reason
+    (`gpQuadraticMeanBound`); here the whole posterior mean is checked at the training
+    inputs and at draws of the current mixture, with ceiling y_max + D.
+    """
+    mean, _ = sparse.predict(posterior, points)
+    spurious = jnp.max(jnp.where(mask, mean, -jnp.inf)) > ceiling
+    return jax.lax.cond(spurious, fallback, lambda: posterior)
+
+
 def _pad_inducing(inputs, indices, inducing_mask, extra: int):
     Z = jnp.where(inducing_mask[:, None], inputs[indices], 0.0)
     Z = jnp.concatenate([Z, jnp.zeros((extra, inputs.shape[1]), inputs.dtype)])
@@ -84,7 +109,9 @@ def retrain(
 ):
     """The full SVBMC training pass; `previous` is None at initialisation (build-up from
     one component) and the current (surrogate, posterior, mixture) in the active phase
-    (hyperparameter comparison of §2.7, warm-started mixture).
+    (hyperparameter comparison of §2.7, warm-started mixture). In both, the SGPR refit
+    passes the guard `without_spurious_peak`, with the hyperparameters it started from
+    (the subset MAP, or the §2.7 winner) as fallback.
 
     **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
     """
@@ -129,8 +156,25 @@ def retrain(
     fitted = fit_sparse(
         selected, inputs, log_densities, noise, keep, Z, inducing_mask, max_steps=options.sparse_fit_steps
     )
-    posterior = sparse.condition(
-        fitted.kernel, fitted.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
+
+    def condition(surrogate: Surrogate) -> sparse.SparsePosterior:
+        return sparse.condition(
+            surrogate.kernel, surrogate.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
+        )
+
+    # keep the pre-refit hyperparameters if the refit made a peak; the check draws come from
+    # the current mixture, or at initialisation from the Gaussian of the highest points
+    if previous is None:
+        reference = initial_mixture(inputs, log_densities, keep, dimension + 2.0, options.max_components)
+    else:
+        reference = previous[2]
+    draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
+    posterior = without_spurious_peak(
+        condition(fitted),
+        lambda: condition(selected),
+        jnp.concatenate([inputs, draws]),
+        jnp.concatenate([keep, jnp.ones((options.peak_check_samples,), bool)]),
+        y_max + options.peak_tolerance_per_dimension * dimension,
     )
 
     entropy_samples = options.entropy_samples()
