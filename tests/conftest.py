@@ -1,3 +1,4 @@
+import importlib.util
 import os
 
 # The suite's time is mostly XLA compilation of programs that then run for milliseconds:
@@ -10,6 +11,11 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_opt
 # program never returns (docs/numerics.md, "CPU thread pool"). The pool has one thread per core
 # (2 here) unless PJRT_NPROC says otherwise; twice as many leave free threads for the pieces.
 os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))
+# One OpenBLAS thread per LAPACK call (XLA's CPU LAPACK kernels call scipy's OpenBLAS): the kernels
+# already run on several pool threads, and nested OpenBLAS threads on top of them oversubscribe
+# the 2 cores (benchmarks/aaci_convergence.py measured a 200 × 200 Cholesky at 220 ms against
+# 1.2 ms under load).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
@@ -67,3 +73,28 @@ HEAVIEST_FILES_FIRST = (
 def pytest_collection_modifyitems(config, items):
     rank = {name: position for position, name in enumerate(HEAVIEST_FILES_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def pytest_configure(config):
+    """In the controlling process only (not in xdist workers), import ArviZ once before the workers
+    start. ArviZ's first import of each day writes a stamp file through a fixed temporary name;
+    two workers importing it at once while collecting race on that file, and the loser's import
+    fails with FileNotFoundError (seen in this suite). After one import the stamp holds today's
+    date and later imports only read it."""
+    if hasattr(config, "workerinput") or importlib.util.find_spec("arviz") is None:
+        return
+    import gpcompose.contrib.arviz  # noqa: F401  (the import writes the stamp)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def release_compiled_programs():
+    """After each test file, drop JAX's caches of traced and compiled programs.
+
+    Every compiled XLA:CPU executable keeps memory mappings of its code, and a worker that runs
+    a few hundred tests accumulates them: one xdist worker reached 61 850 mappings, near Linux's
+    default `vm.max_map_count` of 65 530, and the worker beside it crashed (segmentation fault
+    in `backend_compile_and_load` once a mapping failed), which left the whole run hanging.
+    Programs are shared within a file (`--dist loadfile`), rarely across files, so this costs
+    little recompilation."""
+    yield
+    jax.clear_caches()
