@@ -105,6 +105,15 @@ assert_close(
 )
 other_state, _ = compiled(sharded_svi, sharded_svi.init(Z), jax.random.key(4), sizes["svi_steps"], *replicated_data)
 assert largest_difference(sharded_state.variational, other_state.variational) > 1e-3
+
+# 3. The example's own run at its smoke size on the 4 devices: both parts, the per-seed predictive
+# means (vmapped over the sharded seeds) and the plot coloured by device.
+import pathlib, tempfile
+with tempfile.TemporaryDirectory() as directory:
+    row = example.run(jax.random.key(5), out_dir=pathlib.Path(directory), smoke=True)
+    assert row["num_devices"] == 4 and pathlib.Path(row["png"]).is_file(), row
+assert row["value"] < 1e-10, row
+assert all(np.isfinite(row["seed_predictive_rmse"])) and np.isfinite(row["svi_probability_error"]), row
 print("sharded runs equal one-device runs")
 """
 
