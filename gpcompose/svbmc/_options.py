@@ -21,10 +21,6 @@ class SVBMCOptions(eqx.Module):
     shaping_median_variance: float = eqx.field(static=True, default=1.0)
     shaping_slope: float = eqx.field(static=True, default=0.05)  # λ_σ
     shaping_threshold_per_dimension: float = eqx.field(static=True, default=10.0)  # θ_σ / D
-    # [ours] rotoscaling of the inference space (VBMC's WarpRotoScaling) from the covariance of
-    # the initial points with y ≥ y_max − this·D (at least 4D points); False: no whitening
-    whitening: bool = eqx.field(static=True, default=True)
-    whitening_threshold_per_dimension: float = eqx.field(static=True, default=2.0)
     subset_size: int = eqx.field(static=True, default=300)
     num_strata: int = eqx.field(static=True, default=5)
     inducing_tolerance: float = eqx.field(static=True, default=1e-5)

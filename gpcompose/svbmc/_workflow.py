@@ -25,18 +25,16 @@ from ._options import SVBMCOptions
 from ._state import SVBMCState
 from ._surrogate import Surrogate
 from ._training import new_point_noise, retrain, training_rows
-from ._whitening import initial_whitening
 
 
 class SVBMCResult(eqx.Module):
     """Outcome of an SVBMC run.
 
-    - `posterior`: the variational posterior in the original space: the push-forward
-      `TransformedMixture` of the `VBMCMixture` of the inference space, with
-      `.sample(key, n)` and `.log_prob(x)` (and exact `.mean()`, `.covariance()` when no
-      coordinate is bounded).
+    - `posterior`: the variational posterior in the original space — the `VBMCMixture`
+      itself when no coordinate is bounded, else its push-forward `TransformedMixture`;
+      both have `.sample(key, n)` and `.log_prob(x)`.
     - `elbo`, `elbo_sd`: the ELBO (estimate of log Z) and its Bayesian-quadrature sd.
-    - `surrogate`: the final sparse GP, in the inference space w (`SVBMCState.transform`).
+    - `surrogate`: the final sparse GP (unbounded space).
     - `X`, `y`: every successful evaluation (initial and new) in the original space;
       `num_failed`: evaluations of the active phase that failed (NaN, ±inf or raised).
     """
@@ -98,8 +96,7 @@ def init(
 ) -> SVBMCState:
     """Start SVBMC from existing evaluations y_n = log p(X_n) (SVBMC §3, steps 0–6).
 
-    Maps bounded coordinates to R^D (probit; the log-Jacobian is added to y), whitens
-    that space with the covariance of the highest initial points (`initial_whitening`), trims,
+    Maps bounded coordinates to R^D (probit; the log-Jacobian is added to y), trims,
     shapes the noise, fits the hyperparameters (exact-GP MAP on a stratified k-means
     subset, greedy inducing points, SGPR MAP) and builds the mixture up.
 
@@ -146,14 +143,11 @@ def init(
 
 
 @eqx.filter_jit
-def _initialise(X, y, observation_variance, key, bounded, options: SVBMCOptions, noisy: bool) -> SVBMCState:
+def _initialise(X, y, observation_variance, key, transform, options: SVBMCOptions, noisy: bool) -> SVBMCState:
     num_initial, dimension = X.shape
     capacity = num_initial + options.budget
-    unbounded = bounded.to_unbounded(jnp.asarray(X))
-    log_densities = jnp.asarray(y) + bounded.log_abs_det_jacobian(unbounded)
-    transform = initial_whitening(bounded, unbounded, log_densities, jnp.asarray(observation_variance), options)
-    inputs = transform.whiten(unbounded)
-    log_densities = log_densities + jnp.sum(jnp.log(transform.scales))
+    inputs = transform.to_unbounded(jnp.asarray(X))
+    log_densities = jnp.asarray(y) + transform.log_abs_det_jacobian(inputs)
 
     def pad(values, fill):
         return jnp.concatenate([values, jnp.full((options.budget,) + values.shape[1:], fill, values.dtype)])
@@ -200,7 +194,7 @@ def _initialise(X, y, observation_variance, key, bounded, options: SVBMCOptions,
 def _acquisition(
     state: SVBMCState, keep: Bool[Array, " C"], key: PRNGKeyArray
 ) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
-    """The acquisition to maximise in the inference space: log a₁ for exact targets,
+    """The acquisition to maximise in the unbounded space: log a₁ for exact targets,
     −log E_q[sinh(α s⋆)] (a monotone transform of a₂) for noisy ones (§2.11); `keep`
     marks the training rows (`training_rows`)."""
     options = state.options
@@ -379,7 +373,8 @@ def run(log_density: Callable, state: SVBMCState, key: PRNGKeyArray) -> SVBMCSta
 def result(state: SVBMCState) -> SVBMCResult:
     """The `SVBMCResult` of a (finished or unfinished) run; for one run, not a batch."""
     transform = state.transform
-    posterior = TransformedMixture(state.mixture, transform)
+    bounded = bool(np.any(np.isfinite(np.asarray(transform.lower))) or np.any(np.isfinite(np.asarray(transform.upper))))
+    posterior = TransformedMixture(state.mixture, transform) if bounded else state.mixture
     succeeded = np.asarray(state.succeeded)
     inputs = np.asarray(state.inputs)[succeeded]
     u = jnp.asarray(inputs)

@@ -3,5 +3,3 @@ run inference, with log-Jacobians, and push-forwards of Gaussian mixtures throug
 
 from ._bounded import BoundedTransform as BoundedTransform
 from ._transformed_mixture import TransformedMixture as TransformedMixture
-from ._whitened import WhitenedTransform as WhitenedTransform
-from ._whitened import whitening_from_points as whitening_from_points

@@ -79,11 +79,6 @@ class BoundedTransform(eqx.Module):
         """The dimension D."""
         return self.lower.shape[0]
 
-    @property
-    def is_identity(self) -> bool:
-        """True when every side is infinite, so u = x (needs concrete bounds)."""
-        return not bool(np.any(np.isfinite(np.asarray(self.lower))) or np.any(np.isfinite(np.asarray(self.upper))))
-
     def _check(self, values: Float[ArrayLike, "*batch D"], name: str) -> Array:
         values = jnp.asarray(values)
         if values.shape[-1:] != (self.dimension,):

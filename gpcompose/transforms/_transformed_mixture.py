@@ -4,7 +4,6 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ..mixtures import AbstractGaussianMixture
 from ._bounded import BoundedTransform
-from ._whitened import WhitenedTransform
 
 
 class TransformedMixture(eqx.Module):
@@ -14,14 +13,10 @@ class TransformedMixture(eqx.Module):
 
     Change of variables: p(x) = q(u(x)) / |dx/du|(u(x)), so
         log p(x) = log q(u(x)) − log|dx/du|(u(x))   inside the box, −∞ outside it.
-
-    `transform` is a `BoundedTransform` or a `WhitenedTransform` (bounded map, then an
-    affine whitening). Where it is affine (no bounded coordinate), `mean` and
-    `covariance` are exact.
     """
 
     mixture: AbstractGaussianMixture
-    transform: BoundedTransform | WhitenedTransform
+    transform: BoundedTransform
 
     def __check_init__(self):
         if self.mixture.dimension != self.transform.dimension:
@@ -51,25 +46,3 @@ class TransformedMixture(eqx.Module):
         u = transform.to_unbounded(jnp.where(inside[..., None], x, interior))
         log_density = self.mixture.log_prob(u) - transform.log_abs_det_jacobian(u)
         return jnp.where(inside, log_density, -jnp.inf)
-
-    def _affine_part(self) -> tuple[Array, Array]:
-        """(c, A) with x = c + A u, for an affine transform; ValueError otherwise."""
-        transform = self.transform
-        if isinstance(transform, BoundedTransform) and transform.is_identity:
-            return jnp.zeros(self.dimension), jnp.eye(self.dimension)
-        if isinstance(transform, WhitenedTransform) and transform.is_affine:
-            return transform.centre, transform.rotation * transform.scales[None, :]
-        raise ValueError(
-            "The moments of a mixture pushed through a bounded (non-affine) transform have no closed form; "
-            "estimate them from `sample`."
-        )
-
-    def mean(self) -> Float[Array, " D"]:
-        """E[x] = c + A E_q[u] (affine transforms only)."""
-        shift, matrix = self._affine_part()
-        return shift + matrix @ self.mixture.mean()
-
-    def covariance(self) -> Float[Array, "D D"]:
-        """Cov[x] = A Cov_q[u] Aᵀ (affine transforms only)."""
-        _, matrix = self._affine_part()
-        return matrix @ self.mixture.covariance() @ matrix.T
