@@ -24,9 +24,11 @@ def dense_exact_posterior(kernel, mean, X, y, noise, X_new):
     return mu, cov, lml
 
 
-def dense_sparse_posterior(kernel, mean, X, y, noise, Z, X_new):
-    """SGPR predictive and collapsed bound by the textbook (unstable) formulae."""
+def dense_sparse_posterior(kernel, mean, X, y, noise, Z, X_new, relative_jitter=0.0):
+    """SGPR predictive and collapsed bound by the textbook (unstable) formulae, with
+    K_ZZ + ε I, ε = relative_jitter · mean(diag K_ZZ), in place of K_ZZ."""
     Kzz = dense_kernel(kernel, Z, Z)
+    Kzz = Kzz + relative_jitter * np.mean(np.diag(Kzz)) * np.eye(Kzz.shape[0])
     Kzx = dense_kernel(kernel, Z, X)
     Kzs = dense_kernel(kernel, Z, X_new)
     Kss = dense_kernel(kernel, X_new, X_new)

@@ -6,6 +6,7 @@ import pytest
 
 from gpcompose import RESULTS, gp, sparse
 from gpcompose.parameters import Positive
+from gpcompose.sparse import INDUCING_JITTER
 
 from .helpers import autodiff_gradient, dense_sparse_posterior, finite_difference_gradient
 from .test_gp import make_problem
@@ -15,18 +16,24 @@ def test_inducing_points_at_the_data_reproduce_the_exact_posterior(getkey):
     kernel, mean, X, y, noise = make_problem(getkey())
     X_new = jax.random.normal(getkey(), (8, 2))
     exact = gp.condition(kernel, mean, X, y, noise)
-    approximate = sparse.condition(kernel, mean, X, y, noise, X)
+    approximate = sparse.condition(kernel, mean, X, y, noise, X, inducing_jitter=0.0)
     for a, b in zip(sparse.predict(approximate, X_new), gp.predict(exact, X_new)):
         np.testing.assert_allclose(a, b, atol=1e-8)
     np.testing.assert_allclose(sparse.elbo(approximate), gp.log_marginal_likelihood(exact), atol=1e-8)
 
 
-def test_matches_dense_textbook_formulae(getkey):
+@pytest.mark.parametrize("jitter", [None, 0.0, 1e-3])
+def test_matches_dense_textbook_formulae(getkey, jitter):
+    """None: the default jitter (`INDUCING_JITTER`) on K_ZZ."""
     kernel, mean, X, y, noise = make_problem(getkey())
     Z = X[:7] + 0.1
     X_new = jax.random.normal(getkey(), (6, 2))
-    posterior = sparse.condition(kernel, mean, X, y, noise, Z)
-    mu, cov, bound = dense_sparse_posterior(kernel, mean, X, y, noise, Z, X_new)
+    if jitter is None:
+        posterior = sparse.condition(kernel, mean, X, y, noise, Z)
+        jitter = INDUCING_JITTER
+    else:
+        posterior = sparse.condition(kernel, mean, X, y, noise, Z, inducing_jitter=jitter)
+    mu, cov, bound = dense_sparse_posterior(kernel, mean, X, y, noise, Z, X_new, relative_jitter=jitter)
     mean_pred, variance = sparse.predict(posterior, X_new)
     _, covariance = sparse.predict_covariance(posterior, X_new)
     np.testing.assert_allclose(mean_pred, mu, atol=1e-8)
@@ -41,7 +48,7 @@ def test_elbo_bounds_the_marginal_likelihood_and_grows_with_nested_inducing_sets
     order = jax.random.permutation(getkey(), X.shape[0])
     previous = -np.inf
     for size in (2, 5, 10, 20, 30, 40):
-        value = sparse.elbo(sparse.condition(kernel, mean, X, y, noise, X[order[:size]]))
+        value = sparse.elbo(sparse.condition(kernel, mean, X, y, noise, X[order[:size]], inducing_jitter=0.0))
         assert value <= lml + 1e-8
         assert value >= previous - 1e-8
         previous = value

@@ -2,6 +2,7 @@
 ELBO, rank-1 updates (new observation; new inducing point) and look-ahead variance."""
 
 from ._objectives import elbo as elbo
+from ._posterior import INDUCING_JITTER as INDUCING_JITTER
 from ._posterior import SparsePosterior as SparsePosterior
 from ._posterior import condition as condition
 from ._predict import (

@@ -1,4 +1,5 @@
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
@@ -17,11 +18,15 @@ class SparsePosterior(eqx.Module):
     """Heteroskedastic SGPR (Titsias 2009) in the stable form of SVBMC App. C.3–C.4.
 
     With inducing inputs Z, D = diag(σ²_n) and ȳ = y − m(X):
-        L   = chol(K_ZZ),            R = L⁻¹ K_ZX D^{−1/2}         (M × N, not stored)
+        L   = chol(K_ZZ + εI),       R = L⁻¹ K_ZX D^{−1/2}         (M × N, not stored)
         L_S = chol(I + R Rᵀ),        r = R D^{−1/2} ȳ = L⁻¹ K_ZX D⁻¹ ȳ
     Predictions and the collapsed ELBO need only L, L_S and r (plus O(N) sums over the
     data), so appending an observation is a rank-1 update of L_S and r.
     Unused inducing slots are identity rows of L and L_S; unused data rows have D⁻¹ = 0.
+
+    ε = `inducing_jitter` · mean(diag K_ZZ) (`condition`'s argument, default
+    `INDUCING_JITTER`; more if the factorisation needs it). `inducing_factor.jitter`
+    records the total, which `add_inducing_point` reuses.
     """
 
     kernel: AbstractKernel
@@ -38,6 +43,26 @@ class SparsePosterior(eqx.Module):
     def inner_weights(self) -> Float[Array, " M"]:
         """c = L_S⁻¹ r."""
         return solve_triangular(self.inner_lower, self.projected_residual)
+
+
+# Relative jitter always added to K_ZZ (notes/svbmc.md §2.6 suggests ~1e-6 σ_f²; GPflow's
+# default is 1e-6). Without it, greedily selected inducing inputs can make K_ZZ so
+# ill-conditioned (σ²_tot down to 1e-3 against σ_f² ≈ 440 on Lotka–Volterra) that L⁻¹
+# amplifies rounding: there an SVBMC refit with unchanged hyperparameters put the
+# posterior mean 220 above every observation, 1 posterior sd off the data.
+INDUCING_JITTER = 1e-6
+
+
+def inducing_factor_with_jitter(
+    gram: Float[Array, "M M"], inducing_mask: Bool[Array, " M"], relative_jitter: float
+) -> CholeskyFactor:
+    """chol(K_ZZ + ε I) on the used slots (identity rows stay identity), with
+    ε = relative_jitter · mean(diag K_ZZ)."""
+    used_diagonal = jnp.where(inducing_mask, jnp.diag(gram), 0.0)
+    scale = jnp.sum(used_diagonal) / jnp.maximum(jnp.sum(inducing_mask.astype(gram.dtype)), 1.0)
+    jitter = jax.lax.stop_gradient(relative_jitter * scale)
+    factor = cholesky(gram + jnp.diag(jnp.where(inducing_mask, jitter, 0.0)))
+    return CholeskyFactor(factor.lower, factor.jitter + jitter, factor.result)
 
 
 def noise_precision(observations: Observations) -> Float[Array, " C"]:
@@ -63,11 +88,14 @@ def condition(
     mask: Bool[ArrayLike, " N"] | None = None,
     capacity: int | None = None,
     inducing_mask: Bool[ArrayLike, " M"] | None = None,
+    inducing_jitter: float = INDUCING_JITTER,
 ) -> SparsePosterior:
     """Condition a sparse GP on observations with per-row noise, inducing inputs `Z`.
 
     **Arguments:** as `gp.condition`, plus `Z` `(M, D)` and an optional `inducing_mask`
-    (False marks free inducing slots that `add_inducing_point` can fill later).
+    (False marks free inducing slots that `add_inducing_point` can fill later), and
+    `inducing_jitter`, the ε of K_ZZ + εI relative to mean(diag K_ZZ) (0: the exact
+    Nyström factor, with which Z = X reproduces the exact GP to rounding).
     Cost O(N M²).
     """
     check_prior(kernel, mean)
@@ -81,7 +109,7 @@ def condition(
             raise ValueError(f"`inducing_mask` must have shape ({Z.shape[0]},), got shape {inducing_mask.shape}.")
     Z = require_finite(jnp.where(inducing_mask[:, None], Z, 0.0), "Z")
 
-    inducing_factor = cholesky(padded_gram(kernel, Z, inducing_mask))
+    inducing_factor = inducing_factor_with_jitter(padded_gram(kernel, Z, inducing_mask), inducing_mask, inducing_jitter)
     cross = inducing_cross(kernel, Z, inducing_mask, observations.inputs, observations.mask)
     whitened_cross = solve_triangular(inducing_factor.lower, cross)
     precision = noise_precision(observations)
