@@ -67,6 +67,26 @@ def new_point_noise(state: SVBMCState, log_density, observation_variance) -> Flo
     return observation_variance + shaping
 
 
+def exceeds_ceiling(
+    posterior: sparse.SparsePosterior,
+    points: Float[Array, "Q D"],
+    mask: Bool[Array, " Q"],
+    ceiling: Float[Array, ""],
+) -> Bool[Array, ""]:
+    """Whether the posterior mean exceeds `ceiling` at one of the unmasked `points` [ours].
+
+    The test of the refit guard. The SGPR MAP with Z fixed is dominated by the Titsias
+    trace term when M is capped (Lotka–Volterra: −9·10⁵ of the bound), and it can end at
+    hyperparameters whose mean rises tens of units above every observation between the
+    inducing points; the mixture then chases those peaks and the ELBO runs off. VBMC
+    bounds the quadratic mean's maximum by y_max + D for the same reason
+    (`gpQuadraticMeanBound`); here the whole posterior mean is checked, with ceiling
+    y_max + D.
+    """
+    mean, _ = sparse.predict(posterior, points)
+    return jnp.max(jnp.where(mask, mean, -jnp.inf)) > ceiling
+
+
 def without_spurious_peak(
     posterior: sparse.SparsePosterior,
     fallback: Callable[[], sparse.SparsePosterior],
@@ -74,20 +94,9 @@ def without_spurious_peak(
     mask: Bool[Array, " Q"],
     ceiling: Float[Array, ""],
 ) -> sparse.SparsePosterior:
-    """`posterior`, unless its mean exceeds `ceiling` at one of the unmasked `points`;
-    then `fallback()` [ours].
-
-    The guard of the active-phase refit. The SGPR MAP with Z fixed is dominated by the
-    Titsias trace term when M is capped (Lotka–Volterra: −9·10⁵ of the bound), and it
-    can end at hyperparameters whose mean rises tens of units above every observation
-    between the inducing points; the mixture then chases those peaks and the ELBO runs
-    off. VBMC bounds the quadratic mean's maximum by y_max + D for the same reason
-    (`gpQuadraticMeanBound`); here the whole posterior mean is checked at the training
-    inputs and at draws of the current mixture, with ceiling y_max + D.
-    """
-    mean, _ = sparse.predict(posterior, points)
-    spurious = jnp.max(jnp.where(mask, mean, -jnp.inf)) > ceiling
-    return jax.lax.cond(spurious, fallback, lambda: posterior)
+    """`posterior`, unless its mean exceeds `ceiling` at one of the unmasked `points`
+    (`exceeds_ceiling`); then `fallback()` [ours]."""
+    return jax.lax.cond(exceeds_ceiling(posterior, points, mask, ceiling), fallback, lambda: posterior)
 
 
 def _pad_inducing(inputs, indices, inducing_mask, extra: int):
@@ -110,8 +119,11 @@ def retrain(
     """The full SVBMC training pass; `previous` is None at initialisation (build-up from
     one component) and the current (surrogate, posterior, mixture) in the active phase
     (hyperparameter comparison of §2.7, warm-started mixture). In both, the SGPR refit
-    passes the guard `without_spurious_peak`, with the hyperparameters it started from
-    (the subset MAP, or the §2.7 winner) as fallback.
+    passes the guard `without_spurious_peak` (mean checked at the training inputs and at
+    draws of the current mixture), with the hyperparameters it started from (the subset
+    MAP, or the §2.7 winner) as fallback. In the active phase the draws of the new
+    mixture are checked too; if the mean exceeds the ceiling there, the round is redone
+    with the previous round's hyperparameters (conditioned on the new data and Z).
 
     **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
     """
@@ -169,12 +181,13 @@ def retrain(
     else:
         reference = previous[2]
     draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
+    ceiling = y_max + options.peak_tolerance_per_dimension * dimension
     posterior = without_spurious_peak(
         condition(fitted),
         lambda: condition(selected),
         jnp.concatenate([inputs, draws]),
         jnp.concatenate([keep, jnp.ones((options.peak_check_samples,), bool)]),
-        y_max + options.peak_tolerance_per_dimension * dimension,
+        ceiling,
     )
 
     entropy_samples = options.entropy_samples()
@@ -200,15 +213,30 @@ def retrain(
             bounds=training_box,
         )
     else:
-        mixture = maximise_elbo(
-            posterior,
-            previous[2],
-            mixture_key,
-            width=width,
-            num_steps=options.round_steps,
-            learning_rate=options.learning_rate,
-            num_entropy_samples=entropy_samples,
-            bounds=training_box,
-        )
+
+        def optimise_mixture(posterior):
+            return maximise_elbo(
+                posterior,
+                previous[2],
+                mixture_key,
+                width=width,
+                num_steps=options.round_steps,
+                learning_rate=options.learning_rate,
+                num_entropy_samples=entropy_samples,
+                bounds=training_box,
+            )
+
+        # second check [ours]: the ELBO step can move the mixture onto a peak that the
+        # draws of the old mixture did not see; if the new mixture's draws find the mean
+        # above the ceiling, the round is redone with the last round's hyperparameters
+        mixture = optimise_mixture(posterior)
+        new_draws = mixture.sample(jax.random.fold_in(key, 2), options.peak_check_samples)
+        peaked = exceeds_ceiling(posterior, new_draws, jnp.ones(options.peak_check_samples, bool), ceiling)
+
+        def with_previous_hyperparameters():
+            steady = condition(previous[0])
+            return steady, optimise_mixture(steady)
+
+        posterior, mixture = jax.lax.cond(peaked, with_previous_hyperparameters, lambda: (posterior, mixture))
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     return posterior, mixture, elbo_mean, elbo_sd, centre, width
