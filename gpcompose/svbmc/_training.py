@@ -122,8 +122,8 @@ def retrain(
     passes the guard `without_spurious_peak` (mean checked at the training inputs and at
     draws of the current mixture), with the hyperparameters it started from (the subset
     MAP, or the §2.7 winner) as fallback. In the active phase the draws of the new
-    mixture are checked too; if the mean exceeds the ceiling there, the round is redone
-    with the previous round's hyperparameters (conditioned on the new data and Z).
+    mixture are checked too; if the mean exceeds the ceiling there, the round keeps the
+    previous sparse GP (updated by rank-1 steps with this round's points) and mixture.
 
     **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
     """
@@ -228,15 +228,11 @@ def retrain(
 
         # second check [ours]: the ELBO step can move the mixture onto a peak that the
         # draws of the old mixture did not see; if the new mixture's draws find the mean
-        # above the ceiling, the round is redone with the last round's hyperparameters
+        # above the ceiling, the round's retraining is dropped: the sparse GP of the last
+        # round (with this round's points added by rank-1 updates) and its mixture stay
         mixture = optimise_mixture(posterior)
         new_draws = mixture.sample(jax.random.fold_in(key, 2), options.peak_check_samples)
         peaked = exceeds_ceiling(posterior, new_draws, jnp.ones(options.peak_check_samples, bool), ceiling)
-
-        def with_previous_hyperparameters():
-            steady = condition(previous[0])
-            return steady, optimise_mixture(steady)
-
-        posterior, mixture = jax.lax.cond(peaked, with_previous_hyperparameters, lambda: (posterior, mixture))
+        posterior, mixture = jax.lax.cond(peaked, lambda: previous[1:], lambda: (posterior, mixture))
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     return posterior, mixture, elbo_mean, elbo_sd, centre, width
