@@ -70,10 +70,10 @@ def new_point_noise(state: SVBMCState, log_density, observation_variance) -> Flo
 def exceeds_ceiling(
     posterior: sparse.SparsePosterior,
     points: Float[Array, "Q D"],
-    mask: Bool[Array, " Q"],
     ceiling: Float[Array, ""],
+    mask: Bool[Array, " Q"] | None = None,
 ) -> Bool[Array, ""]:
-    """Whether the posterior mean exceeds `ceiling` at one of the unmasked `points` [ours].
+    """Whether the posterior mean exceeds `ceiling` at one of the (unmasked) `points` [ours].
 
     The test of the refit guard. The SGPR MAP with Z fixed is dominated by the Titsias
     trace term when M is capped (Lotka–Volterra: −9·10⁵ of the bound), and it can end at
@@ -84,7 +84,9 @@ def exceeds_ceiling(
     y_max + D.
     """
     mean, _ = sparse.predict(posterior, points)
-    return jnp.max(jnp.where(mask, mean, -jnp.inf)) > ceiling
+    if mask is not None:
+        mean = jnp.where(mask, mean, -jnp.inf)
+    return jnp.max(mean) > ceiling
 
 
 def without_spurious_peak(
@@ -96,7 +98,7 @@ def without_spurious_peak(
 ) -> sparse.SparsePosterior:
     """`posterior`, unless its mean exceeds `ceiling` at one of the unmasked `points`
     (`exceeds_ceiling`); then `fallback()` [ours]."""
-    return jax.lax.cond(exceeds_ceiling(posterior, points, mask, ceiling), fallback, lambda: posterior)
+    return jax.lax.cond(exceeds_ceiling(posterior, points, ceiling, mask), fallback, lambda: posterior)
 
 
 def _pad_inducing(inputs, indices, inducing_mask, extra: int):
@@ -121,9 +123,10 @@ def retrain(
     (hyperparameter comparison of §2.7, warm-started mixture). In both, the SGPR refit
     passes the guard `without_spurious_peak` (mean checked at the training inputs and at
     draws of the current mixture), with the hyperparameters it started from (the subset
-    MAP, or the §2.7 winner) as fallback. In the active phase the draws of the new
-    mixture are checked too; if the mean exceeds the ceiling there, the round keeps the
-    previous sparse GP (updated by rank-1 steps with this round's points) and mixture.
+    MAP, or the §2.7 winner) as fallback. The draws of the new mixture are checked too;
+    if the mean exceeds the ceiling there, initialisation builds the mixture up again on
+    the subset MAP's posterior, and an active round keeps the previous sparse GP
+    (updated by rank-1 steps with this round's points) and mixture.
 
     **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
     """
@@ -192,47 +195,55 @@ def retrain(
 
     entropy_samples = options.entropy_samples()
     training_box = input_span(inputs, keep)  # the components stay inside (as in VBMC)
+    peak_draws_key = jax.random.fold_in(key, 2)
     if previous is None:
-        surrogate_mean, _ = sparse.predict(posterior, inputs)
-        candidate_threshold = dimension + 2.0
-        top = jnp.max(jnp.where(keep, surrogate_mean, -jnp.inf))
-        eligible = keep & (surrogate_mean >= top - candidate_threshold)
-        mixture = build_up(
-            posterior,
-            initial_mixture(inputs, surrogate_mean, keep, candidate_threshold, options.max_components),
-            mixture_key,
-            inputs,
-            surrogate_mean,
-            eligible,
-            width=width,
-            num_steps=options.buildup_steps,
-            learning_rate=options.learning_rate,
-            num_entropy_samples=entropy_samples,
-            comparison_samples=options.final_entropy_samples,
-            tolerance=options.buildup_tolerance,
-            bounds=training_box,
-        )
-    else:
 
-        def optimise_mixture(posterior):
-            return maximise_elbo(
+        def build(posterior):
+            surrogate_mean, _ = sparse.predict(posterior, inputs)
+            candidate_threshold = dimension + 2.0
+            top = jnp.max(jnp.where(keep, surrogate_mean, -jnp.inf))
+            eligible = keep & (surrogate_mean >= top - candidate_threshold)
+            return build_up(
                 posterior,
-                previous[2],
+                initial_mixture(inputs, surrogate_mean, keep, candidate_threshold, options.max_components),
                 mixture_key,
+                inputs,
+                surrogate_mean,
+                eligible,
                 width=width,
-                num_steps=options.round_steps,
+                num_steps=options.buildup_steps,
                 learning_rate=options.learning_rate,
                 num_entropy_samples=entropy_samples,
+                comparison_samples=options.final_entropy_samples,
+                tolerance=options.buildup_tolerance,
                 bounds=training_box,
             )
 
+        def with_subset_hyperparameters():
+            steady = condition(selected)
+            return steady, build(steady)
+
+        # second check [ours], as in the active phase below: if the built-up mixture's
+        # draws find the mean above the ceiling, build it on the subset MAP's posterior
+        mixture = build(posterior)
+        peaked = exceeds_ceiling(posterior, mixture.sample(peak_draws_key, options.peak_check_samples), ceiling)
+        posterior, mixture = jax.lax.cond(peaked, with_subset_hyperparameters, lambda: (posterior, mixture))
+    else:
         # second check [ours]: the ELBO step can move the mixture onto a peak that the
         # draws of the old mixture did not see; if the new mixture's draws find the mean
         # above the ceiling, the round's retraining is dropped: the sparse GP of the last
         # round (with this round's points added by rank-1 updates) and its mixture stay
-        mixture = optimise_mixture(posterior)
-        new_draws = mixture.sample(jax.random.fold_in(key, 2), options.peak_check_samples)
-        peaked = exceeds_ceiling(posterior, new_draws, jnp.ones(options.peak_check_samples, bool), ceiling)
+        mixture = maximise_elbo(
+            posterior,
+            previous[2],
+            mixture_key,
+            width=width,
+            num_steps=options.round_steps,
+            learning_rate=options.learning_rate,
+            num_entropy_samples=entropy_samples,
+            bounds=training_box,
+        )
+        peaked = exceeds_ceiling(posterior, mixture.sample(peak_draws_key, options.peak_check_samples), ceiling)
         posterior, mixture = jax.lax.cond(peaked, lambda: previous[1:], lambda: (posterior, mixture))
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     return posterior, mixture, elbo_mean, elbo_sd, centre, width
