@@ -45,12 +45,13 @@ class SparsePosterior(eqx.Module):
         return solve_triangular(self.inner_lower, self.projected_residual)
 
 
-# Relative jitter always added to K_ZZ (notes/svbmc.md §2.6 suggests ~1e-6 σ_f²; GPflow's
-# default is 1e-6). Without it, greedily selected inducing inputs can make K_ZZ so
-# ill-conditioned (σ²_tot down to 1e-3 against σ_f² ≈ 440 on Lotka–Volterra) that L⁻¹
-# amplifies rounding: there an SVBMC refit with unchanged hyperparameters put the
-# posterior mean 220 above every observation, 1 posterior sd off the data.
 INDUCING_JITTER = 1e-6
+"""Default relative jitter ε/mean(diag K_ZZ) that `condition` adds to K_ZZ
+(notes/svbmc.md §2.6 suggests ~1e-6 σ_f²; GPflow's default is 1e-6). Without it, greedily
+selected inducing inputs can make K_ZZ so ill-conditioned (σ²_tot down to 1e-3 against
+σ_f² ≈ 440 on Lotka–Volterra) that L⁻¹ amplifies rounding: there an SVBMC refit with
+unchanged hyperparameters put the posterior mean 220 above every observation, one
+posterior sd off the data."""
 
 
 def inducing_factor_with_jitter(
