@@ -126,7 +126,9 @@ def retrain(
     MAP, or the §2.7 winner) as fallback. The draws of the new mixture are checked too;
     if the mean exceeds the ceiling there, initialisation builds the mixture up again on
     the subset MAP's posterior, and an active round keeps the previous sparse GP
-    (updated by rank-1 steps with this round's points) and mixture.
+    (updated by rank-1 steps with this round's points) and mixture. Under `vmap` both
+    branches of these `lax.cond`s run, so a vmapped initialisation builds the mixture
+    up twice.
 
     **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
     """
