@@ -31,7 +31,8 @@ def make_posteriors(key, num_points=10, num_inducing=4):
 
 
 def make_mixtures(key):
-    keys = jax.random.split(key, 7)
+    """A diagonal Gaussian mixture, an axis-aligned VBMC mixture and a rotated one."""
+    keys = jax.random.split(key, 9)
     gaussian_mixture = mixtures.GaussianMixture.from_moments(
         jax.random.uniform(keys[0], (3,), minval=0.2, maxval=1.0),
         0.7 * jax.random.normal(keys[1], (3, 2)),
@@ -44,7 +45,13 @@ def make_mixtures(key):
         0.2 * jax.random.normal(keys[6], (2,)),
         jnp.ones(3, bool),
     )
-    return gaussian_mixture, vbmc_mixture
+    rotated_mixture = eqx.tree_at(
+        lambda m: (m.means, m.lambda_offdiagonal),
+        vbmc_mixture,
+        (0.7 * jax.random.normal(keys[7], (3, 2)), jax.random.normal(keys[8], (1,))),
+        is_leaf=lambda leaf: leaf is None,
+    )
+    return gaussian_mixture, vbmc_mixture, rotated_mixture
 
 
 @eqx.filter_jit
@@ -117,8 +124,8 @@ def test_elbo_of_the_exact_posterior_is_the_log_normaliser(getkey):
 
 def test_gradients_match_finite_differences_with_common_random_numbers(getkey):
     """∂ELBO (mean and sd) with respect to every mixture parameter — logits, means,
-    log_scales; and logits, means, log_sigma, log_lambda — under a fixed key, for exact and
-    sparse posteriors."""
+    log_scales; logits, means, log_sigma, log_lambda; and lambda_offdiagonal — under a fixed
+    key, for exact and sparse posteriors."""
     exact, approximate = make_posteriors(getkey())
     key = getkey()
     pairs = {
@@ -126,6 +133,8 @@ def test_gradients_match_finite_differences_with_common_random_numbers(getkey):
         "sparse gaussian": (approximate, make_mixtures(getkey())[0]),
         "exact vbmc": (exact, make_mixtures(getkey())[1]),
         "sparse vbmc": (approximate, make_mixtures(getkey())[1]),
+        "exact rotated": (exact, make_mixtures(getkey())[2]),
+        "sparse rotated": (approximate, make_mixtures(getkey())[2]),
     }
     params, static = eqx.partition({name: mixture for name, (_, mixture) in pairs.items()}, eqx.is_inexact_array)
 
@@ -143,6 +152,28 @@ def test_gradients_match_finite_differences_with_common_random_numbers(getkey):
     np.testing.assert_allclose(autodiff, finite, rtol=1e-5, atol=1e-7)
     # Every parameter moves the ELBO (none is silently disconnected).
     assert np.all(np.abs(autodiff) > 1e-8)
+
+
+def test_rotated_mixture_integral_is_the_weighted_sum_of_full_gaussian_integrals(getkey):
+    """∫ q f for q = Σ w_k N(μ_k, σ_k² S Sᵀ) equals Σ_k w_k ∫ N(μ_k, Σ_k) f, each through the
+    full-covariance `MultivariateNormal` path (checked against Monte Carlo in
+    test_bayesian_quadrature.py); likewise each component's variance."""
+    mixture = make_mixtures(getkey())[2]
+    assert mixture.component_covariances.shape == (3, 2, 2)
+    weights = np.asarray(mixture.weights)
+    for posterior in make_posteriors(getkey()):
+        integral, variance = eqx.filter_jit(quadrature.integrate)(posterior, mixture)
+        component_means, component_covariance = eqx.filter_jit(quadrature.integrate_components)(posterior, mixture)
+        singles = np.asarray(
+            [
+                quadrature.integrate(posterior, mixtures.MultivariateNormal(mean, covariance))
+                for mean, covariance in zip(mixture.component_means, mixture.component_covariances)
+            ]
+        )
+        np.testing.assert_allclose(component_means, singles[:, 0], rtol=1e-12)
+        np.testing.assert_allclose(np.diag(component_covariance), singles[:, 1], rtol=1e-10)
+        np.testing.assert_allclose(integral, weights @ singles[:, 0], rtol=1e-12)
+        np.testing.assert_allclose(variance, weights @ component_covariance @ weights, rtol=1e-12)
 
 
 def test_vmap_over_keys_equals_loop(getkey):

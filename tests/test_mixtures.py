@@ -18,34 +18,45 @@ MEANS = np.array([[0.0, 1.0], [1.0, -1.0], [-2.0, 0.5]])
 VARIANCES = np.array([[0.3, 0.5], [0.2, 0.4], [1.0, 0.6]])
 SIGMAS = np.array([0.5, 0.7, 1.0])
 LAMBDAS = np.array([1.0, 0.6])
-FAMILIES = ("gaussian_mixture", "vbmc_mixture")
+OFFDIAGONAL = np.array([[0.0, 0.0], [0.8, 0.0]])  # S = diag(λ)(I + B) = [[1, 0], [0.48, 0.6]]
+
+
+def lower_entries(matrix):
+    """The strict lower triangle of a square matrix, row-major (VBMCMixture.lambda_offdiagonal)."""
+    return jnp.asarray(matrix[np.tril_indices(matrix.shape[0], -1)])
+
+
+FAMILIES = ("gaussian_mixture", "vbmc_mixture", "rotated_vbmc_mixture")
 
 
 def make_mixture(family, dimension=2):
-    """A 3-component mixture of either family, and its (weights, means, variances)."""
+    """A 3-component mixture of the family, and its (weights, means, covariances (K, D, D))."""
+    means = MEANS[:, :dimension]
     if family == "gaussian_mixture":
-        means, variances = MEANS[:, :dimension], VARIANCES[:, :dimension]
+        variances = VARIANCES[:, :dimension]
         mixture = mixtures.GaussianMixture.from_moments(WEIGHTS, means, variances)
-    else:
-        means = MEANS[:, :dimension]
-        lambdas = LAMBDAS[:dimension]
-        variances = (SIGMAS[:, None] * lambdas[None, :]) ** 2
-        mixture = mixtures.VBMCMixture(
-            jnp.log(jnp.asarray(WEIGHTS)),
-            jnp.asarray(means),
-            jnp.log(jnp.asarray(SIGMAS)),
-            jnp.log(jnp.asarray(lambdas)),
-            jnp.ones(3, bool),
-        )
-    return mixture, (WEIGHTS, means, variances)
+        return mixture, (WEIGHTS, means, np.stack([np.diag(v) for v in variances]))
+    lambdas = LAMBDAS[:dimension]
+    rotated = family == "rotated_vbmc_mixture"
+    offdiagonal = OFFDIAGONAL[:dimension, :dimension]
+    scale = np.diag(lambdas) @ (np.eye(dimension) + (offdiagonal if rotated else 0.0))
+    mixture = mixtures.VBMCMixture(
+        jnp.log(jnp.asarray(WEIGHTS)),
+        jnp.asarray(means),
+        jnp.log(jnp.asarray(SIGMAS)),
+        jnp.log(jnp.asarray(lambdas)),
+        jnp.ones(3, bool),
+        lower_entries(offdiagonal) if rotated else None,
+    )
+    return mixture, (WEIGHTS, means, SIGMAS[:, None, None] ** 2 * (scale @ scale.T)[None])
 
 
 def mixture_density(reference, points):
-    """q(x) = Σ_k w_k Π_d N(x_d; μ_kd, σ²_kd) in numpy, for points (..., D)."""
-    weights, means, variances = reference
+    """q(x) = Σ_k w_k N(x; μ_k, Σ_k) in numpy (scipy), for points (..., D)."""
+    weights, means, covariances = reference
     total = 0.0
-    for weight, mean, variance in zip(weights, means, variances):
-        total = total + weight * np.prod(stats.norm.pdf(points, mean, np.sqrt(variance)), axis=-1)
+    for weight, mean, covariance in zip(weights, means, covariances):
+        total = total + weight * stats.multivariate_normal(mean, covariance).pdf(points)
     return total
 
 
@@ -83,6 +94,7 @@ def summary(mixture):
         "entropy_bounds": mixture.entropy_bounds(),
         "component_means": mixture.component_means,
         "component_variances": mixture.component_variances,
+        "component_covariances": mixture.component_covariances,
     }
 
 
@@ -109,14 +121,14 @@ def test_log_prob_matches_numpy_and_integrates_to_one(family, dimension):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_mean_and_covariance_match_the_formulae(family):
-    mixture, (weights, means, variances) = make_mixture(family)
+    mixture, (weights, means, covariances) = make_mixture(family)
     mean = weights @ means
-    second_moment = sum(w * (np.diag(v) + np.outer(m, m)) for w, m, v in zip(weights, means, variances))
+    second_moment = sum(w * (c + np.outer(m, m)) for w, m, c in zip(weights, means, covariances))
     values = summary(mixture)
     np.testing.assert_allclose(values["mean"], mean, rtol=1e-14)
     np.testing.assert_allclose(values["covariance"], second_moment - np.outer(mean, mean), rtol=1e-13)
     np.testing.assert_allclose(values["weights"], weights, rtol=1e-14)
-    np.testing.assert_allclose(values["component_variances"], variances, rtol=1e-14)
+    np.testing.assert_allclose(values["component_variances"], np.diagonal(covariances, 0, 1, 2), rtol=1e-14)
     matched_mean, matched_covariance = values["moment_matched"]
     np.testing.assert_allclose(matched_mean, mean, rtol=1e-14)
     np.testing.assert_allclose(matched_covariance, values["covariance"], rtol=1e-14)
@@ -150,7 +162,8 @@ def test_sample_moments_match_mean_and_covariance(getkey, family):
 
 
 def test_expectation_is_the_weighted_stratified_estimate(getkey):
-    mixture, (weights, means, variances) = make_mixture("gaussian_mixture")
+    mixture, (weights, means, covariances) = make_mixture("gaussian_mixture")
+    variances = np.diagonal(covariances, 0, 1, 2)
     key = getkey()
     function = lambda x: x[0] ** 2 + jnp.sin(x[1])
     estimate = eqx.filter_jit(lambda m, key: m.expectation(function, key, 200_000))(mixture, key)
@@ -276,30 +289,33 @@ def test_add_component_renormalises_and_fills_the_first_free_slot(family):
     if family == "gaussian_mixture":
         mixture = _padded()
         added = add_component(mixture, 0.25, jnp.array([3.0, -3.0]), jnp.array([0.2, 0.3]))
-        new_variance = np.array([0.2, 0.3])
+        new_covariance = np.diag([0.2, 0.3])
     else:
+        rotated = family == "rotated_vbmc_mixture"
         mixture = mixtures.VBMCMixture(
             jnp.log(jnp.array([0.5, 0.3, 0.2, 1.0])),
             jnp.concatenate([jnp.asarray(MEANS), jnp.zeros((1, 2))]),
             jnp.log(jnp.append(jnp.asarray(SIGMAS), 1.0)),
             jnp.log(jnp.asarray(LAMBDAS)),
             jnp.array([True, True, True, False]),
+            lower_entries(OFFDIAGONAL) if rotated else None,
         )
         added = add_component(mixture, 0.25, jnp.array([3.0, -3.0]), 0.4)
-        new_variance = (0.4 * LAMBDAS) ** 2
+        scale = np.diag(LAMBDAS) @ (np.eye(2) + (OFFDIAGONAL if rotated else 0.0))
+        new_covariance = 0.4**2 * scale @ scale.T
     added_summary, original_summary = summary(added), summary(mixture)
     np.testing.assert_allclose(added_summary["weights"], np.append(0.75 * WEIGHTS, 0.25), rtol=1e-13)
     np.testing.assert_array_equal(added.mask, [True, True, True, True])
     np.testing.assert_allclose(added_summary["component_means"][3], [3.0, -3.0])
-    np.testing.assert_allclose(added_summary["component_variances"][3], new_variance, rtol=1e-13)
+    np.testing.assert_allclose(added_summary["component_variances"][3], np.diag(new_covariance), rtol=1e-13)
     np.testing.assert_allclose(
         added_summary["component_variances"][:3], original_summary["component_variances"][:3], rtol=1e-14
     )
-    reference = (
-        np.append(0.75 * WEIGHTS, 0.25),
-        np.asarray(added_summary["component_means"]),
-        np.asarray(added_summary["component_variances"]),
-    )
+    covariances = np.asarray(added_summary["component_covariances"])
+    if covariances.ndim == 2:
+        covariances = np.stack([np.diag(c) for c in covariances])
+    np.testing.assert_allclose(covariances[3], new_covariance, rtol=1e-13, atol=1e-15)
+    reference = (np.append(0.75 * WEIGHTS, 0.25), np.asarray(added_summary["component_means"]), covariances)
     points = np.random.default_rng(1).normal(size=(20, 2)) * 2
     np.testing.assert_allclose(
         np.exp(log_prob(added, jnp.asarray(points))), mixture_density(reference, points), rtol=1e-12
@@ -339,7 +355,8 @@ def test_prune_deactivates_light_components_and_renormalises():
 def test_clip_to_box_clips_means_and_caps_the_scales_at_the_width(family):
     """Means clipped to [lower, upper]; every sd ≤ width per coordinate, with the VBMC family's
     shared λ kept and σ_k lowered just enough; components already inside are unchanged."""
-    mixture, (weights, component_means, variances) = make_mixture(family)
+    mixture, (weights, component_means, covariances) = make_mixture(family)
+    variances = np.diagonal(covariances, 0, 1, 2)
     lower, upper = jnp.array([-0.5, -3.0]), jnp.array([0.5, 3.0])  # widths 1 and 6
     clipped = mixture.clip_to_box(lower, upper)
     np.testing.assert_array_equal(clipped.component_means, np.clip(component_means, lower, upper))
@@ -349,7 +366,7 @@ def test_clip_to_box_clips_means_and_caps_the_scales_at_the_width(family):
     if family == "gaussian_mixture":
         np.testing.assert_allclose(clipped_sds, np.minimum(sds, widths), rtol=1e-14)
     else:
-        np.testing.assert_allclose(clipped.log_lambda, mixture.log_lambda)
+        np.testing.assert_allclose(clipped.scale_matrix, mixture.scale_matrix)
         shrink = np.minimum(1.0, np.min(widths / sds, axis=1, keepdims=True))
         np.testing.assert_allclose(clipped_sds, sds * shrink, rtol=1e-14)
     assert np.all(clipped_sds <= widths * (1 + 1e-14))
@@ -476,18 +493,23 @@ def _random_gaussian_mixture(key):
     )
 
 
-def _random_vbmc_mixture(key):
-    keys = jax.random.split(key, 4)
+def _random_vbmc_mixture(key, rotated=False):
+    keys = jax.random.split(key, 5)
     return mixtures.VBMCMixture(
         jax.random.normal(keys[0], (3,)),
         jax.random.normal(keys[1], (3, 2)),
         0.3 * jax.random.normal(keys[2], (3,)),
         0.3 * jax.random.normal(keys[3], (2,)),
         jnp.ones(3, bool),
+        jax.random.normal(keys[4], (1,)) if rotated else None,
     )
 
 
-RANDOM_MIXTURES = {"gaussian_mixture": _random_gaussian_mixture, "vbmc_mixture": _random_vbmc_mixture}
+RANDOM_MIXTURES = {
+    "gaussian_mixture": _random_gaussian_mixture,
+    "vbmc_mixture": _random_vbmc_mixture,
+    "rotated_vbmc_mixture": lambda key: _random_vbmc_mixture(key, rotated=True),
+}
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -111,9 +111,12 @@ def test_run_vmapped_over_seeds_equals_single_runs():
     ridge of the hyperparameter posterior (on this quadratic target the mean's m₀
     trades off against the kernel's almost-constant part, lengthscales ≈ 70), and the
     two programs, which round differently, stop at different points of it; later
-    points then differ slightly (≈ 1e-2) while the posterior they define is the same,
-    so the final ELBO agrees within its Bayesian-quadrature sd (measured: 0.0022 against
-    an sd of 0.0064).
+    points then differ slightly (≈ 1e-2) while the posterior they define is the same.
+    The two final ELBOs are then two estimates of one value, each with the Bayesian-
+    quadrature sd and the entropy's Monte Carlo sd (−log q of a D-dimensional Gaussian has
+    variance D/2 per draw); their difference must lie within one sd of a difference,
+    √2·√(sd_BQ² + D/(2·N_ent)). Measured with the rotated family: up to 0.0071 against
+    0.0104 (the BQ sd alone is 0.0063).
     """
     X, y = initial_evaluations(jax.random.key(5), NUM_INITIAL)
     keys = jax.random.split(jax.random.key(6), 4)
@@ -130,7 +133,9 @@ def test_run_vmapped_over_seeds_equals_single_runs():
         first_round = slice(0, NUM_INITIAL + BATCH)
         np.testing.assert_allclose(batched.inputs[index][first_round], alone.inputs[first_round], rtol=1e-5, atol=1e-8)
         np.testing.assert_array_equal(batched.succeeded[index], alone.succeeded)
-        assert abs(float(batched.elbo[index] - alone.elbo)) < float(alone.elbo_sd)
+        entropy_variance = X.shape[1] / 2 / SMALL.final_entropy_samples
+        difference_sd = math.sqrt(2.0 * (float(alone.elbo_sd) ** 2 + entropy_variance))
+        assert abs(float(batched.elbo[index] - alone.elbo)) < difference_sd
     assert np.all(np.asarray(batched.num_evaluations) == BUDGET)
 
 

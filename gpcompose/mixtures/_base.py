@@ -8,7 +8,8 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from ._gaussian import diagonal_gaussian_log_prob
+from .._linalg import solve_triangular
+from ._gaussian import gaussian_entropy, gaussian_log_prob
 
 
 def first_free_slot(mask: Bool[Array, " K"]) -> Array:
@@ -24,11 +25,13 @@ def logits_after_adding(weights: Float[Array, " K"], slot, weight) -> Float[Arra
 
 
 class AbstractGaussianMixture(eqx.Module):
-    """q(x) = Σ_k w_k N(x; μ_k, diag(σ²_k)) on a fixed number K of component slots.
+    """q(x) = Σ_k w_k N(x; μ_k, Σ_k) on a fixed number K of component slots.
 
     Weights are a softmax of unconstrained `logits` over the active slots (`mask`), so
     components can be added and pruned under `jit` without changing shapes. Subclasses
-    define how the component means and variances are parameterised.
+    define how the component means and covariances are parameterised: diagonal families
+    define `component_variances` only; families with full Σ_k also override
+    `component_scales` with lower Cholesky factors.
     """
 
     logits: eqx.AbstractVar[Float[Array, " K"]]
@@ -42,7 +45,24 @@ class AbstractGaussianMixture(eqx.Module):
     @property
     @abc.abstractmethod
     def component_variances(self) -> Float[Array, "K D"]:
-        """Diagonal variances σ²_{k,d}."""
+        """Marginal variances (Σ_k)_{dd} (the whole of Σ_k for diagonal families)."""
+
+    @property
+    def component_scales(self) -> Float[Array, "K D"] | Float[Array, "K D D"]:
+        """Square roots of the Σ_k: standard deviations (K, D) for diagonal families, lower
+        Cholesky factors L_k (K, D, D), Σ_k = L_k L_kᵀ, for full ones."""
+        return jnp.sqrt(self.component_variances)
+
+    @property
+    def component_covariances(self) -> Float[Array, "K D"] | Float[Array, "K D D"]:
+        """Σ_k as diagonals (K, D) for diagonal families, as matrices (K, D, D) for full ones."""
+        scales = self.component_scales
+        return self.component_variances if scales.ndim == 2 else scales @ jnp.swapaxes(scales, 1, 2)
+
+    def scale_noise(self, component: Array, noise: Float[Array, " D"]) -> Float[Array, " D"]:
+        """Σ_k^{1/2} ε for component `component`: σ_k ⊙ ε (diagonal) or L_k ε (full)."""
+        scale = self.component_scales[component]
+        return scale * noise if scale.ndim == 1 else scale @ noise
 
     @property
     def num_components(self) -> int:
@@ -65,10 +85,18 @@ class AbstractGaussianMixture(eqx.Module):
         return jnp.where(self.mask, jax.nn.log_softmax(self.logits, where=self.mask), -jnp.inf)
 
     def component_log_prob(self, x: Float[Array, " D"]) -> Float[Array, " K"]:
-        """log N(x; μ_k, diag(σ²_k)) for every component."""
-        return jax.vmap(diagonal_gaussian_log_prob, in_axes=(None, 0, 0))(
-            x, self.component_means, self.component_variances
-        )
+        """log N(x; μ_k, Σ_k) for every component; a full Σ_k = L_k L_kᵀ through its factor:
+        −½‖L_k⁻¹(x − μ_k)‖² − Σ_d log (L_k)_{dd} − (D/2) log 2π."""
+        scales = self.component_scales
+        if scales.ndim == 2:
+            return jax.vmap(gaussian_log_prob, in_axes=(None, 0, 0))(x, self.component_means, self.component_variances)
+
+        def one(mean, lower):
+            whitened = solve_triangular(lower, x - mean)
+            log_scale = jnp.sum(jnp.log(jnp.diagonal(lower)))
+            return -0.5 * (jnp.sum(whitened**2) + x.shape[0] * math.log(2 * math.pi)) - log_scale
+
+        return jax.vmap(one)(self.component_means, scales)
 
     def log_prob(self, x: Float[Array, "*batch D"]) -> Float[Array, "*batch"]:
         """log q(x) = logsumexp_k(log w_k + log N(x; μ_k, Σ_k)) for one point or a batch."""
@@ -80,7 +108,7 @@ class AbstractGaussianMixture(eqx.Module):
         return flat.reshape(x.shape[:-1])
 
     def stratified_sample(self, key: PRNGKeyArray, num_per_component: int) -> Float[Array, "K S D"]:
-        """Reparameterised draws x_{k,s} = μ_k + σ_k ⊙ ε_{k,s}, `num_per_component` per component.
+        """Reparameterised draws x_{k,s} = μ_k + Σ_k^{1/2} ε_{k,s}, `num_per_component` per component.
 
         Differentiable in the means and scales; with `expectation` the weights enter as
         Σ_k w_k (1/S) Σ_s f(x_{k,s}), so the estimate is differentiable in them too
@@ -88,8 +116,9 @@ class AbstractGaussianMixture(eqx.Module):
         """
         shape = (self.num_components, num_per_component, self.dimension)
         noise = jax.random.normal(key, shape, self.component_means.dtype)
-        scales = jnp.sqrt(self.component_variances)
-        return self.component_means[:, None, :] + scales[:, None, :] * noise
+        per_component = jax.vmap(self.scale_noise, in_axes=(None, 0))
+        offsets = jax.vmap(per_component)(jnp.arange(self.num_components), noise)
+        return self.component_means[:, None, :] + offsets
 
     def expectation(
         self, function: Callable[[Float[Array, " D"]], Float[Array, ""]], key: PRNGKeyArray, num_per_component: int
@@ -108,8 +137,7 @@ class AbstractGaussianMixture(eqx.Module):
         component_key, noise_key = jax.random.split(key)
         components = jax.random.categorical(component_key, self.log_weights, shape=(num_samples,))
         noise = jax.random.normal(noise_key, (num_samples, self.dimension), self.component_means.dtype)
-        scales = jnp.sqrt(self.component_variances)
-        return self.component_means[components] + scales[components] * noise
+        return self.component_means[components] + jax.vmap(self.scale_noise)(components, noise)
 
     def mean(self) -> Float[Array, " D"]:
         """Σ_k w_k μ_k."""
@@ -121,8 +149,10 @@ class AbstractGaussianMixture(eqx.Module):
         mean = self.mean()
         centred = means - mean[None, :]
         between = (self.weights[:, None] * centred).T @ centred
-        within = jnp.diag(self.weights @ self.component_variances)
-        return between + within
+        covariances = self.component_covariances
+        if covariances.ndim == 2:
+            return between + jnp.diag(self.weights @ covariances)
+        return between + jnp.einsum("k,kde->de", self.weights, covariances)
 
     def marginal_log_prob(self, values: Float[Array, " N"], dimension: int) -> Float[Array, " N"]:
         """log density of the 1-D marginal of coordinate `dimension` at `values`."""
@@ -141,19 +171,19 @@ class AbstractGaussianMixture(eqx.Module):
         """Deterministic bounds on H[q] (Huber et al. 2008):
 
         lower = −Σ_i w_i log Σ_j w_j N(μ_i; μ_j, Σ_i + Σ_j)       (Jensen)
-        upper = Σ_i w_i [−log w_i + ½ Σ_d log(2πe σ²_{i,d})].
+        upper = Σ_i w_i [−log w_i + ½ log|2πe Σ_i|].
         """
         means = self.component_means
-        variances = self.component_variances
+        covariances = self.component_covariances
         pair_log_prob = jax.vmap(
-            lambda mean_i, var_i: jax.vmap(
-                lambda mean_j, var_j: diagonal_gaussian_log_prob(mean_i, mean_j, var_i + var_j)
-            )(means, variances)
-        )(means, variances)
+            lambda mean_i, cov_i: jax.vmap(lambda mean_j, cov_j: gaussian_log_prob(mean_i, mean_j, cov_i + cov_j))(
+                means, covariances
+            )
+        )(means, covariances)
         inner = logsumexp(self.log_weights[None, :] + pair_log_prob, axis=1)
         weights = self.weights
         lower = -jnp.sum(jnp.where(self.mask, weights * inner, 0.0))
-        component_entropy = 0.5 * jnp.sum(jnp.log(2 * math.pi * math.e * variances), axis=1)
+        component_entropy = jax.vmap(gaussian_entropy)(covariances)
         upper = jnp.sum(
             jnp.where(self.mask, weights * (component_entropy - jnp.where(self.mask, self.log_weights, 0.0)), 0.0)
         )

@@ -3,7 +3,7 @@ import math
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._linalg import cholesky, cholesky_solve, log_determinant
+from .._linalg import cholesky, cholesky_solve, log_determinant, solve_triangular
 
 
 def diagonal_gaussian_log_prob(
@@ -11,6 +11,25 @@ def diagonal_gaussian_log_prob(
 ) -> Float[Array, ""]:
     """log N(x; μ, diag(σ²)) = −½ Σ_d [(x_d − μ_d)²/σ²_d + log σ²_d + log 2π]."""
     return -0.5 * jnp.sum((x - mean) ** 2 / variance + jnp.log(variance) + math.log(2 * math.pi))
+
+
+def gaussian_log_prob(
+    x: Float[Array, " D"], mean: Float[Array, " D"], covariance: Float[Array, " D"] | Float[Array, "D D"]
+) -> Float[Array, ""]:
+    """log N(x; μ, Σ) for a diagonal (D,) or full (D, D) covariance:
+    −½[(x − μ)ᵀΣ⁻¹(x − μ) + log|Σ| + D log 2π], through the Cholesky factor of a full Σ."""
+    if covariance.ndim == 1:
+        return diagonal_gaussian_log_prob(x, mean, covariance)
+    lower = cholesky(covariance).lower
+    whitened = solve_triangular(lower, x - mean)
+    return -0.5 * (jnp.sum(whitened**2) + log_determinant(lower) + x.shape[0] * math.log(2 * math.pi))
+
+
+def gaussian_entropy(covariance: Float[Array, " D"] | Float[Array, "D D"]) -> Float[Array, ""]:
+    """H[N(μ, Σ)] = ½ log|2πe Σ| for a diagonal (D,) or full (D, D) covariance."""
+    dimension = covariance.shape[0]
+    log_det = jnp.sum(jnp.log(covariance)) if covariance.ndim == 1 else log_determinant(cholesky(covariance).lower)
+    return 0.5 * (log_det + dimension * math.log(2 * math.pi * math.e))
 
 
 def gaussian_kl(

@@ -8,10 +8,22 @@ from ._base import AbstractGaussianMixture, first_free_slot, logits_after_adding
 class VBMCMixture(AbstractGaussianMixture):
     """The VBMC/SVBMC variational family (SVBMC §2.9):
 
-        q(x) = Σ_k w_k N(x; μ_k, σ_k² diag(λ²)),
+        q(x) = Σ_k w_k N(x; μ_k, σ_k² S Sᵀ),
 
-    with one scale σ_k per component and a shared per-dimension scale λ, all stored
-    unconstrained (`logits`, `means`, `log_sigma`, `log_lambda`).
+    with one scale σ_k per component and a shared scale matrix S, all stored
+    unconstrained (`logits`, `means`, `log_sigma`, `log_lambda`, `lambda_offdiagonal`).
+
+    - Without `lambda_offdiagonal` (None), S = diag(λ): the document's family, every
+      component axis-aligned.
+    - With it, S = diag(λ)(I + B), B strictly lower triangular with the D(D − 1)/2
+      entries of `lambda_offdiagonal` in row-major order (`jnp.tril_indices(D, −1)`;
+      dimensionless), so S is any lower-triangular matrix with positive diagonal λ and
+      every component shares one orientation. This is VBMC's rotoscaling of the
+      inference space (Acerbi 2020, "variational whitening"), learned with the ELBO
+      instead of fixed between iterations: posteriors with strong linear correlations
+      need one rotated component, where axis-aligned ones need many (an 8-D Gaussian
+      with correlations up to 0.96, the Lotka–Volterra posterior's, is fitted with KL 0.82
+      by 30 axis-aligned components and 0.002 by one rotated component).
     """
 
     logits: Float[Array, " K"]
@@ -19,6 +31,18 @@ class VBMCMixture(AbstractGaussianMixture):
     log_sigma: Float[Array, " K"]
     log_lambda: Float[Array, " D"]
     mask: Bool[Array, " K"]
+    lambda_offdiagonal: Float[Array, " P"] | None = None
+
+    @property
+    def scale_matrix(self) -> Float[Array, " D"] | Float[Array, "D D"]:
+        """S: the vector λ (diagonal family) or the lower-triangular diag(λ)(I + B)."""
+        lambdas = jnp.exp(self.log_lambda)
+        if self.lambda_offdiagonal is None:
+            return lambdas
+        dimension = lambdas.shape[0]
+        rows, columns = jnp.tril_indices(dimension, -1)
+        unit_lower = jnp.eye(dimension, dtype=lambdas.dtype).at[rows, columns].set(self.lambda_offdiagonal)
+        return lambdas[:, None] * unit_lower
 
     @property
     def component_means(self) -> Float[Array, "K D"]:
@@ -26,24 +50,38 @@ class VBMCMixture(AbstractGaussianMixture):
 
     @property
     def component_variances(self) -> Float[Array, "K D"]:
-        return jnp.exp(2.0 * (self.log_sigma[:, None] + self.log_lambda[None, :]))
+        scale = self.scale_matrix
+        row_squares = scale**2 if scale.ndim == 1 else jnp.sum(scale**2, axis=1)
+        return jnp.exp(2.0 * self.log_sigma)[:, None] * row_squares[None, :]
+
+    @property
+    def component_scales(self) -> Float[Array, "K D"] | Float[Array, "K D D"]:
+        scale = self.scale_matrix
+        sigma = jnp.exp(self.log_sigma)
+        return sigma[:, None] * scale[None, :] if scale.ndim == 1 else sigma[:, None, None] * scale[None]
 
     def clip_to_box(self, lower: Float[Array, " D"], upper: Float[Array, " D"]) -> "VBMCMixture":
-        """σ_k λ_d ≤ width_d for every d is log σ_k ≤ min_d(log width_d − log λ_d)."""
+        """σ_k s_d ≤ width_d for every d, with s_d = ‖S_{d,:}‖ the shared marginal scale
+        (λ_d for the diagonal family), is log σ_k ≤ min_d(log width_d − log s_d)."""
         means = jnp.clip(self.means, lower[None, :], upper[None, :])
-        log_sigma = jnp.minimum(self.log_sigma, jnp.min(jnp.log(upper - lower) - self.log_lambda))
-        return VBMCMixture(self.logits, means, log_sigma, self.log_lambda, self.mask)
+        scale = self.scale_matrix
+        log_row_norms = self.log_lambda if scale.ndim == 1 else 0.5 * jnp.log(jnp.sum(scale**2, axis=1))
+        log_sigma = jnp.minimum(self.log_sigma, jnp.min(jnp.log(upper - lower) - log_row_norms))
+        return eqx.tree_at(lambda mixture: (mixture.means, mixture.log_sigma), self, (means, log_sigma))
 
     def add_component(
         self, weight: Float[ArrayLike, ""], mean: Float[ArrayLike, " D"], sigma: Float[ArrayLike, ""]
     ) -> "VBMCMixture":
-        """Put a component N(mean, σ² diag(λ²)) of weight `weight` in the first free slot."""
+        """Put a component N(mean, σ² S Sᵀ) of weight `weight` in the first free slot."""
         slot = eqx.error_if(first_free_slot(self.mask), jnp.all(self.mask), "No free component slot in the mixture.")
         logits = logits_after_adding(self.weights, slot, jnp.asarray(weight, self.means.dtype))
-        return VBMCMixture(
-            logits,
-            self.means.at[slot].set(mean),
-            self.log_sigma.at[slot].set(jnp.log(jnp.asarray(sigma, self.means.dtype))),
-            self.log_lambda,
-            self.mask.at[slot].set(True),
+        return eqx.tree_at(
+            lambda mixture: (mixture.logits, mixture.means, mixture.log_sigma, mixture.mask),
+            self,
+            (
+                logits,
+                self.means.at[slot].set(mean),
+                self.log_sigma.at[slot].set(jnp.log(jnp.asarray(sigma, self.means.dtype))),
+                self.mask.at[slot].set(True),
+            ),
         )

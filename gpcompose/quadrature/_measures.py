@@ -9,11 +9,12 @@ def measure_components(
 ) -> tuple[Float[Array, " K"], Float[Array, "K D"], Float[Array, "K D"] | Float[Array, "K D D"], Bool[Array, " K"]]:
     """(weights, means, covariances, mask) of a Gaussian mixture or a single Gaussian.
 
-    Covariances are (K, D) diagonals for `AbstractGaussianMixture` and (1, D, D) full
-    matrices for `MultivariateNormal`.
+    Covariances are (K, D) diagonals for diagonal mixture families, (K, D, D) matrices
+    for full ones (`AbstractGaussianMixture.component_covariances`) and (1, D, D) for
+    `MultivariateNormal`.
     """
     if isinstance(measure, AbstractGaussianMixture):
-        return measure.weights, measure.component_means, measure.component_variances, measure.mask
+        return measure.weights, measure.component_means, measure.component_covariances, measure.mask
     if isinstance(measure, MultivariateNormal):
         dtype = measure.location.dtype
         return jnp.ones((1,), dtype), measure.location[None, :], measure.covariance_matrix[None], jnp.ones((1,), bool)

@@ -182,7 +182,9 @@ def retrain(
     # keep the pre-refit hyperparameters if the refit made a peak; the check draws come from
     # the current mixture, or at initialisation from the Gaussian of the highest points
     if previous is None:
-        reference = initial_mixture(inputs, log_densities, keep, dimension + 2.0, options.max_components)
+        reference = initial_mixture(
+            inputs, log_densities, keep, dimension + 2.0, options.max_components, options.rotated_mixture
+        )
     else:
         reference = previous[2]
     draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
@@ -207,7 +209,9 @@ def retrain(
             eligible = keep & (surrogate_mean >= top - candidate_threshold)
             return build_up(
                 posterior,
-                initial_mixture(inputs, surrogate_mean, keep, candidate_threshold, options.max_components),
+                initial_mixture(
+                    inputs, surrogate_mean, keep, candidate_threshold, options.max_components, options.rotated_mixture
+                ),
                 mixture_key,
                 inputs,
                 surrogate_mean,

@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
+from .._linalg import cholesky
 from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximise_elbo
 from ..sparse import SparsePosterior
@@ -16,22 +17,36 @@ def initial_mixture(
     mask: Bool[Array, " C"],
     threshold: float,
     max_components: int,
+    rotated: bool,
 ) -> VBMCMixture:
-    """One component at the mean and per-coordinate spread of the points whose surrogate
-    log density is within `threshold` of the highest (other slots inactive)."""
+    """One component at the mean and spread of the points whose surrogate log density is
+    within `threshold` of the highest (other slots inactive): S = diag(sd) of those points,
+    or with `rotated` the Cholesky factor of their covariance (S Sᵀ = the covariance, so
+    the component starts with their correlations)."""
     top = jnp.max(jnp.where(mask, log_density, -jnp.inf))
     high = (mask & (log_density >= top - threshold)).astype(X.dtype)
     count = jnp.sum(high)
     centre = high @ X / count
-    variance = high @ (X - centre[None, :]) ** 2 / count
-    spread = jnp.sqrt(jnp.maximum(variance, 1e-6 * jnp.max(variance) + 1e-12))
+    centred = X - centre[None, :]
+    variance = high @ centred**2 / count
+    floor = 1e-6 * jnp.max(variance) + 1e-12
     dimension = X.shape[1]
+    if rotated:
+        covariance = (high[:, None] * centred).T @ centred / count + floor * jnp.eye(dimension, dtype=X.dtype)
+        lower = cholesky(covariance).lower
+        lambdas = jnp.diagonal(lower)
+        rows, columns = jnp.tril_indices(dimension, -1)
+        offdiagonal = (lower / lambdas[:, None])[rows, columns]
+    else:
+        lambdas = jnp.sqrt(jnp.maximum(variance, floor))
+        offdiagonal = None
     return VBMCMixture(
         logits=jnp.zeros((max_components,), X.dtype),
         means=jnp.zeros((max_components, dimension), X.dtype).at[0].set(centre),
         log_sigma=jnp.zeros((max_components,), X.dtype),
-        log_lambda=jnp.log(spread),
+        log_lambda=jnp.log(lambdas),
         mask=jnp.zeros((max_components,), bool).at[0].set(True),
+        lambda_offdiagonal=offdiagonal,
     )
 
 
