@@ -359,6 +359,7 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
 
 
 def run_problems(args, options, num_metric_samples, output_dir):
+    code = code_version()  # at the start: the modules are imported, later edits do not run
     for problem_name in args.problems.split(","):
         problem = make_problem(problem_name, args.data_dir)
         path = output_dir / f"{problem_name}.json"
@@ -380,7 +381,7 @@ def run_problems(args, options, num_metric_samples, output_dir):
                 continue
             outcome = run_seed(problem, seed, options, num_metric_samples, args.budget, args.batch_size)
             outcome["date"] = utc_timestamp()
-            outcome["code"] = code_version()
+            outcome["code"] = code
             print(problem_name, json.dumps(outcome), flush=True)
             record["runs"].append(outcome)
             write_json(path, record)

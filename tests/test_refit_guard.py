@@ -33,17 +33,20 @@ def predicted_mean(chosen):
 
 def test_a_peak_above_the_ceiling_selects_the_fallback():
     assert predicted_mean(PEAKY).max() > 40.0  # the constructed peak is there
-    chosen = without_spurious_peak(PEAKY, lambda: SMOOTH, GRID, jnp.ones(601, bool), jnp.asarray(2.0))
+    chosen, fell_back = without_spurious_peak(PEAKY, lambda: SMOOTH, GRID, jnp.ones(601, bool), jnp.asarray(2.0))
     np.testing.assert_array_equal(predicted_mean(chosen), predicted_mean(SMOOTH))
+    assert fell_back
 
 
 def test_a_posterior_below_the_ceiling_is_kept():
     assert predicted_mean(SMOOTH).max() < 0.01
-    chosen = without_spurious_peak(SMOOTH, lambda: PEAKY, GRID, jnp.ones(601, bool), jnp.asarray(2.0))
+    chosen, fell_back = without_spurious_peak(SMOOTH, lambda: PEAKY, GRID, jnp.ones(601, bool), jnp.asarray(2.0))
     np.testing.assert_array_equal(predicted_mean(chosen), predicted_mean(SMOOTH))
+    assert not fell_back
 
 
 def test_masked_points_are_not_checked():
     at_data = jnp.arange(601) % 30 == 0  # the grid points that are training inputs
-    chosen = without_spurious_peak(PEAKY, lambda: SMOOTH, GRID, at_data, jnp.asarray(2.0))
+    chosen, fell_back = without_spurious_peak(PEAKY, lambda: SMOOTH, GRID, at_data, jnp.asarray(2.0))
     np.testing.assert_array_equal(predicted_mean(chosen), predicted_mean(PEAKY))
+    assert not fell_back

@@ -103,11 +103,15 @@ def test_run_vmapped_over_seeds_equals_single_runs():
     """A whole run (init + active rounds) vmapped over 4 seeds equals 4 single runs.
 
     Up to the first retraining the batched and single programs agree to rounding: the
-    same points are chosen. "Same" is to 1e-5 relative, not bit for bit: the batched
-    program reduces in another order, the initial BFGS fits carry that rounding into the
-    hyperparameters (~1e-9), and the Adam search of the acquisition, which is flat near its
-    maximum, carries it into the chosen point (measured 9.2e-7); a different choice of
-    point would differ by O(1). The retraining's BFGS then stops on a nearly flat
+    same points are chosen. "Same" is to 2e-3 relative, not bit for bit: the batched
+    program reduces in another order; on this quadratic target the hyperparameter posterior
+    has a nearly flat ridge (the mean's m₀ trades off against the kernel's almost-constant
+    part, lengthscales ≈ 300), on which the initial BFGS fits (three restarts of the subset
+    MAP, vmapped inside the vmap over seeds) stop at points that differ by up to 5e-4
+    relative (σ_f² of seed 0: 0.49412 single, 0.49435 batched); and the Adam search of the
+    acquisition, which is flat near its maximum, carries that into the chosen point
+    (measured 9.2e-7 with one start, 9e-4 with three). A different choice of point would
+    differ by O(1). The retraining's BFGS then stops on a nearly flat
     ridge of the hyperparameter posterior (on this quadratic target the mean's m₀
     trades off against the kernel's almost-constant part, lengthscales ≈ 70), and the
     two programs, which round differently, stop at different points of it; later
@@ -131,7 +135,7 @@ def test_run_vmapped_over_seeds_equals_single_runs():
     for index, key in enumerate(keys):
         alone = svbmc.run(gaussian_log_density, initial(key), jax.random.split(key)[1])
         first_round = slice(0, NUM_INITIAL + BATCH)
-        np.testing.assert_allclose(batched.inputs[index][first_round], alone.inputs[first_round], rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(batched.inputs[index][first_round], alone.inputs[first_round], rtol=2e-3, atol=1e-8)
         np.testing.assert_array_equal(batched.succeeded[index], alone.succeeded)
         entropy_variance = X.shape[1] / 2 / SMALL.final_entropy_samples
         difference_sd = math.sqrt(2.0 * (float(alone.elbo_sd) ** 2 + entropy_variance))

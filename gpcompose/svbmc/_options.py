@@ -30,6 +30,8 @@ class SVBMCOptions(eqx.Module):
     min_inducing: int = eqx.field(static=True, default=200)
     max_inducing: int | None = eqx.field(static=True, default=None)  # None: 300 + 2√budget
     exact_fit_steps: int = eqx.field(static=True, default=200)  # [ours] BFGS steps, subset MAP
+    # [ours] subset MAP restarts: the start's lengthscales times each factor, best kept
+    exact_fit_lengthscale_factors: tuple[float, ...] = eqx.field(static=True, default=(1.0, 0.5, 0.25))
     sparse_fit_steps: int = eqx.field(static=True, default=50)  # [ours] BFGS steps, SGPR MAP
     # [ours] refit guard (`without_spurious_peak`): ceiling y_max + this·D, checked at the
     # training inputs and at `peak_check_samples` draws of the current mixture
@@ -61,6 +63,9 @@ class SVBMCOptions(eqx.Module):
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
+        factors = self.exact_fit_lengthscale_factors
+        if len(factors) == 0 or not all(factor > 0 for factor in factors):
+            raise ValueError(f"`exact_fit_lengthscale_factors` must be non-empty and positive, got {factors}.")
         if self.acquisition not in ("auto", "uncertainty", "imiqr"):
             raise ValueError(f"`acquisition` must be 'auto', 'uncertainty' or 'imiqr', got {self.acquisition!r}.")
 

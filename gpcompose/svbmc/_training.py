@@ -95,10 +95,12 @@ def without_spurious_peak(
     points: Float[Array, "Q D"],
     mask: Bool[Array, " Q"],
     ceiling: Float[Array, ""],
-) -> sparse.SparsePosterior:
+) -> tuple[sparse.SparsePosterior, Bool[Array, ""]]:
     """`posterior`, unless its mean exceeds `ceiling` at one of the unmasked `points`
-    (`exceeds_ceiling`); then `fallback()` [ours]."""
-    return jax.lax.cond(exceeds_ceiling(posterior, points, ceiling, mask), fallback, lambda: posterior)
+    (`exceeds_ceiling`); then `fallback()` [ours]. Returns the chosen posterior and
+    whether the fallback was taken."""
+    peaked = exceeds_ceiling(posterior, points, ceiling, mask)
+    return jax.lax.cond(peaked, fallback, lambda: posterior), peaked
 
 
 def _pad_inducing(inputs, indices, inducing_mask, extra: int):
@@ -149,7 +151,13 @@ def retrain(
     )
     start = initial_surrogate(centre, width, y_max, y_scale, threshold) if previous is None else previous[0]
     exact = fit_exact(
-        start, inputs[subset], log_densities[subset], noise[subset], subset_mask, max_steps=options.exact_fit_steps
+        start,
+        inputs[subset],
+        log_densities[subset],
+        noise[subset],
+        subset_mask,
+        max_steps=options.exact_fit_steps,
+        lengthscale_factors=options.exact_fit_lengthscale_factors,
     )
     if previous is None:
         selected = exact
@@ -189,7 +197,7 @@ def retrain(
         reference = previous[2]
     draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
     ceiling = y_max + options.peak_tolerance_per_dimension * dimension
-    posterior = without_spurious_peak(
+    posterior, fell_back = without_spurious_peak(
         condition(fitted),
         lambda: condition(selected),
         jnp.concatenate([inputs, draws]),
@@ -231,9 +239,11 @@ def retrain(
 
         # second check [ours], as in the active phase below: if the built-up mixture's
         # draws find the mean above the ceiling, build it on the subset MAP's posterior
+        # (unless the first check already chose that posterior: the build would repeat)
         mixture = build(posterior)
         peaked = exceeds_ceiling(posterior, mixture.sample(peak_draws_key, options.peak_check_samples), ceiling)
-        posterior, mixture = jax.lax.cond(peaked, with_subset_hyperparameters, lambda: (posterior, mixture))
+        rebuild = peaked & ~fell_back
+        posterior, mixture = jax.lax.cond(rebuild, with_subset_hyperparameters, lambda: (posterior, mixture))
     else:
         # second check [ours]: the ELBO step can move the mixture onto a peak that the
         # draws of the old mixture did not see; if the new mixture's draws find the mean
