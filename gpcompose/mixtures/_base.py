@@ -8,8 +8,7 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from .._linalg import solve_triangular
-from ._gaussian import gaussian_entropy, gaussian_log_prob
+from ._gaussian import factor_gaussian_log_prob, gaussian_entropy, gaussian_log_prob
 
 
 def first_free_slot(mask: Bool[Array, " K"]) -> Array:
@@ -85,18 +84,11 @@ class AbstractGaussianMixture(eqx.Module):
         return jnp.where(self.mask, jax.nn.log_softmax(self.logits, where=self.mask), -jnp.inf)
 
     def component_log_prob(self, x: Float[Array, " D"]) -> Float[Array, " K"]:
-        """log N(x; μ_k, Σ_k) for every component; a full Σ_k = L_k L_kᵀ through its factor:
-        −½‖L_k⁻¹(x − μ_k)‖² − Σ_d log (L_k)_{dd} − (D/2) log 2π."""
+        """log N(x; μ_k, Σ_k) for every component (a full Σ_k = L_k L_kᵀ through its factor)."""
         scales = self.component_scales
         if scales.ndim == 2:
             return jax.vmap(gaussian_log_prob, in_axes=(None, 0, 0))(x, self.component_means, self.component_variances)
-
-        def one(mean, lower):
-            whitened = solve_triangular(lower, x - mean)
-            log_scale = jnp.sum(jnp.log(jnp.diagonal(lower)))
-            return -0.5 * (jnp.sum(whitened**2) + x.shape[0] * math.log(2 * math.pi)) - log_scale
-
-        return jax.vmap(one)(self.component_means, scales)
+        return jax.vmap(factor_gaussian_log_prob, in_axes=(None, 0, 0))(x, self.component_means, scales)
 
     def log_prob(self, x: Float[Array, "*batch D"]) -> Float[Array, "*batch"]:
         """log q(x) = logsumexp_k(log w_k + log N(x; μ_k, Σ_k)) for one point or a batch."""

@@ -13,16 +13,22 @@ def diagonal_gaussian_log_prob(
     return -0.5 * jnp.sum((x - mean) ** 2 / variance + jnp.log(variance) + math.log(2 * math.pi))
 
 
+def factor_gaussian_log_prob(
+    x: Float[Array, " D"], mean: Float[Array, " D"], lower: Float[Array, "D D"]
+) -> Float[Array, ""]:
+    """log N(x; μ, L Lᵀ) = −½[‖L⁻¹(x − μ)‖² + log|L Lᵀ| + D log 2π] from the lower factor L."""
+    whitened = solve_triangular(lower, x - mean)
+    return -0.5 * (jnp.sum(whitened**2) + log_determinant(lower) + x.shape[0] * math.log(2 * math.pi))
+
+
 def gaussian_log_prob(
     x: Float[Array, " D"], mean: Float[Array, " D"], covariance: Float[Array, " D"] | Float[Array, "D D"]
 ) -> Float[Array, ""]:
-    """log N(x; μ, Σ) for a diagonal (D,) or full (D, D) covariance:
-    −½[(x − μ)ᵀΣ⁻¹(x − μ) + log|Σ| + D log 2π], through the Cholesky factor of a full Σ."""
+    """log N(x; μ, Σ) for a diagonal (D,) or full (D, D) covariance (a full Σ through its
+    Cholesky factor, `factor_gaussian_log_prob`)."""
     if covariance.ndim == 1:
         return diagonal_gaussian_log_prob(x, mean, covariance)
-    lower = cholesky(covariance).lower
-    whitened = solve_triangular(lower, x - mean)
-    return -0.5 * (jnp.sum(whitened**2) + log_determinant(lower) + x.shape[0] * math.log(2 * math.pi))
+    return factor_gaussian_log_prob(x, mean, cholesky(covariance).lower)
 
 
 def gaussian_entropy(covariance: Float[Array, " D"] | Float[Array, "D D"]) -> Float[Array, ""]:

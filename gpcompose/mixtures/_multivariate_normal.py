@@ -1,11 +1,10 @@
-import math
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._linalg import cholesky, log_determinant, solve_triangular
+from .._linalg import cholesky
+from ._gaussian import factor_gaussian_log_prob
 
 
 class MultivariateNormal(eqx.Module):
@@ -41,9 +40,8 @@ class MultivariateNormal(eqx.Module):
         """log N(x; μ, Σ) for one point or a batch."""
         x = jnp.asarray(x)
         lower = cholesky(self.covariance_matrix).lower
-        flat = x.reshape(-1, self.dimension) - self.location[None, :]
-        whitened = solve_triangular(lower, flat.T)
-        values = -0.5 * (jnp.sum(whitened**2, axis=0) + log_determinant(lower) + self.dimension * math.log(2 * math.pi))
+        flat = x.reshape(-1, self.dimension)
+        values = jax.vmap(factor_gaussian_log_prob, in_axes=(0, None, None))(flat, self.location, lower)
         return values.reshape(x.shape[:-1])
 
     def sample(self, key: PRNGKeyArray, num_samples: int) -> Float[Array, "S D"]:
