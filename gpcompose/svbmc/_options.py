@@ -14,9 +14,11 @@ class SVBMCOptions(eqx.Module):
     budget: int = eqx.field(static=True, default=200)  # N_f, new evaluations
     batch_size: int = eqx.field(static=True, default=5)  # n_active evaluations per round
     max_components: int = eqx.field(static=True, default=30)  # K_max
-    # [ours] components share a learned lower-triangular scale S (VBMCMixture with
-    # `lambda_offdiagonal`, VBMC's rotoscaling) instead of the document's diagonal λ
-    rotated_mixture: bool = eqx.field(static=True, default=True)
+    # [ours] True: components share a learned lower-triangular scale S (VBMCMixture with
+    # `lambda_offdiagonal`, VBMC's rotoscaling) instead of the document's diagonal λ.
+    # Better on strongly correlated posteriors (Lotka–Volterra), worse on curved ones
+    # (two moons), so off by default (benchmarks/README.md, SVBMC section)
+    rotated_mixture: bool = eqx.field(static=True, default=False)
     noiseless_variance: float = eqx.field(static=True, default=1e-5)  # σ²_obs of exact targets
     trim_beta: float = eqx.field(static=True, default=1.96)
     trim_threshold_per_dimension: float = eqx.field(static=True, default=20.0)  # η_trim / D
