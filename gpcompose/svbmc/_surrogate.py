@@ -89,12 +89,17 @@ def initial_surrogate(
     return Surrogate(kernel, mean)
 
 
+def _is_finite_fit(candidate: Surrogate, value: Float[Array, ""]) -> Bool[Array, ""]:
+    """Whether a fit ended at a finite objective with finite hyperparameters."""
+    good = jnp.isfinite(value)
+    for leaf in jax.tree_util.tree_leaves(eqx.filter(candidate, eqx.is_inexact_array)):
+        good = good & jnp.all(jnp.isfinite(leaf))
+    return good
+
+
 def _keep_if_finite(candidate: Surrogate, value: Float[Array, ""], fallback: Surrogate) -> Surrogate:
     """`candidate` if the fit ended at a finite objective, else `fallback` (never NaNs)."""
-    leaves = jax.tree_util.tree_leaves(eqx.filter(candidate, eqx.is_inexact_array))
-    good = jnp.isfinite(value)
-    for leaf in leaves:
-        good = good & jnp.all(jnp.isfinite(leaf))
+    good = _is_finite_fit(candidate, value)
     return jax.tree_util.tree_map(lambda new, old: jnp.where(good, new, old), candidate, fallback)
 
 
@@ -149,9 +154,7 @@ def fit_exact(
         return fit.params, fit.value
 
     params, values = eqx.filter_vmap(one)(stacked)
-    finite = jnp.isfinite(values)
-    for leaf in jax.tree_util.tree_leaves(eqx.filter(params, eqx.is_inexact_array)):
-        finite = finite & jnp.all(jnp.isfinite(leaf.reshape(leaf.shape[0], -1)), axis=1)
+    finite = eqx.filter_vmap(_is_finite_fit)(params, values)
     # the first start within a relative 1e-6 of the best: starts that reach the same optimum
     # differ there by rounding only, and a tie broken by rounding would make the choice
     # (and the fitted values, to BFGS tolerance) differ between batched and single programs
