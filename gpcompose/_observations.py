@@ -100,11 +100,14 @@ def next_slot(mask: Bool[Array, " C"]) -> Int[Array, ""]:
     return jnp.max(jnp.where(mask, slots, -1)) + 1
 
 
-def require_free_slot(slot: Int[Array, ""], capacity: int, name: str) -> Int[Array, ""]:
-    """`slot`, with a run-time error if the buffer has no free slot after its last used one."""
+def require_free_slot(
+    slot: Int[Array, ""], capacity: int, name: str, when: Bool[ArrayLike, ""] = True
+) -> Int[Array, ""]:
+    """`slot`, with a run-time error if the buffer has no free slot after its last used one
+    (checked only `when` the slot is to be written)."""
     return eqx.error_if(
         slot,
-        slot >= capacity,
+        jnp.asarray(when, bool) & (slot >= capacity),
         f"The {name} buffer is full: pass a larger `capacity` when conditioning.",
     )
 

@@ -132,6 +132,27 @@ def test_full_inducing_buffer_raises(getkey):
         sparse.add_inducing_point(posterior, X[5])
 
 
+def test_add_inducing_point_where_false_leaves_the_posterior_and_vmaps(getkey):
+    """`where=False` returns the posterior unchanged, also from a full buffer; vmapped over
+    a batch that adds to one posterior with room and not to a full one (the untaken branch
+    of a vmapped `lax.cond` runs like this), each gets its own result."""
+    kernel, mean, X, y, noise = make_problem(getkey())
+    full = sparse.condition(kernel, mean, X, y, noise, X[:4])
+    unchanged = sparse.add_inducing_point(full, X[5], where=False)
+    for a, b in zip(jax.tree_util.tree_leaves(full), jax.tree_util.tree_leaves(unchanged)):
+        np.testing.assert_array_equal(a, b)
+    with_room = sparse.condition(
+        kernel, mean, X, y, noise, jnp.zeros((5, 2)).at[:4].set(X[:4]), inducing_mask=jnp.arange(5) < 4
+    )
+    added_alone = sparse.add_inducing_point(with_room, X[5])
+    batch = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), with_room, with_room)
+    batch = eqx.tree_at(lambda p: p.inducing_mask, batch, jnp.stack([jnp.arange(5) < 4, jnp.ones(5, bool)]))
+    batched = jax.vmap(lambda p, w: sparse.add_inducing_point(p, X[5], where=w))(batch, jnp.array([True, False]))
+    np.testing.assert_allclose(batched.inducing_factor.lower[0], added_alone.inducing_factor.lower, atol=1e-12)
+    np.testing.assert_array_equal(batched.inducing_mask[1], jnp.ones(5, bool))
+    np.testing.assert_array_equal(batched.inducing_factor.lower[1], with_room.inducing_factor.lower)
+
+
 def test_lookahead_variance_equals_refit_and_never_increases(getkey):
     kernel, mean, X, y, noise = make_problem(getkey())
     Z = X[:8]

@@ -1,5 +1,7 @@
+import equinox as eqx
+import jax
 import jax.numpy as jnp
-from jaxtyping import ArrayLike, Float
+from jaxtyping import ArrayLike, Bool, Float
 
 from .._errors import RESULTS
 from .._jit import public_jit
@@ -47,7 +49,9 @@ def update(
 
 
 @public_jit()
-def add_inducing_point(posterior: SparsePosterior, z: Float[ArrayLike, " D"]) -> SparsePosterior:
+def add_inducing_point(
+    posterior: SparsePosterior, z: Float[ArrayLike, " D"], *, where: Bool[ArrayLike, ""] = True
+) -> SparsePosterior:
     """Add one inducing input `z` in the next free inducing slot (SVBMC App. C.5, case 1).
 
     L gains the row [ℓᵀ, c₁] with ℓ = L⁻¹k(Z, z), c₁ = √(k(z, z) − ‖ℓ‖²); the new row of
@@ -55,11 +59,16 @@ def add_inducing_point(posterior: SparsePosterior, z: Float[ArrayLike, " D"]) ->
     [A D⁻¹α, 1 + αᵀD⁻¹α] and r the entry αᵀD⁻¹ȳ. Cost O(NM) kernel evaluations plus
     O(M²), against O(NM²) for recomputation. Call `update` afterwards to also add an
     observation at z (case 1 of the document).
+
+    With `where` False the posterior comes back unchanged and a full buffer is no error:
+    the form for code that may be vmapped, where a `lax.cond` runs its untaken branch too.
     """
     inputs = posterior.observations.inputs
     z = require_finite(check_point(z, "z", inputs.shape[1]).astype(inputs.dtype), "z")
     capacity = posterior.inducing_mask.shape[0]
-    slot = require_free_slot(next_slot(posterior.inducing_mask), capacity, "inducing-point")
+    where = jnp.asarray(where, bool)
+    slot = require_free_slot(next_slot(posterior.inducing_mask), capacity, "inducing-point", when=where)
+    slot = jnp.minimum(slot, capacity - 1)  # in range where nothing is added to a full buffer
     inducing_inputs = posterior.inducing_inputs.at[slot].set(z)
     inducing_mask = posterior.inducing_mask.at[slot].set(True)
     factor = posterior.inducing_factor
@@ -86,7 +95,7 @@ def add_inducing_point(posterior: SparsePosterior, z: Float[ArrayLike, " D"]) ->
 
     ok = inducing_ok & inner_ok
     result = RESULTS.where(ok, posterior.result, RESULTS.update_failed)
-    return SparsePosterior(
+    added = SparsePosterior(
         posterior.kernel,
         posterior.mean,
         observations,
@@ -96,4 +105,7 @@ def add_inducing_point(posterior: SparsePosterior, z: Float[ArrayLike, " D"]) ->
         inner_lower,
         projected_residual,
         result,
+    )
+    return jax.tree_util.tree_map(
+        lambda new, old: jnp.where(where, new, old) if eqx.is_array(new) else new, added, posterior
     )

@@ -113,7 +113,10 @@ def init(
     - `options`: an `SVBMCOptions` for the other constants (its budget/batch size are
       replaced by the arguments).
 
-    Runs under `jax.vmap` over `key` when `X`, `y` are concrete arrays.
+    Runs under `jax.vmap` over `key` when `X`, `y` are concrete arrays, and over `X`, `y`
+    too: traced rows cannot be dropped, so unusable ones (non-finite, or outside the bounds)
+    are kept but masked out of every fit (`state.succeeded` is False for them), without
+    a warning.
     """
     X_traced = isinstance(X, jax.core.Tracer) or isinstance(y, jax.core.Tracer)
     X = jnp.asarray(X) if X_traced else np.asarray(X)
@@ -146,16 +149,30 @@ def init(
 def _initialise(X, y, observation_variance, key, transform, options: SVBMCOptions, noisy: bool) -> SVBMCState:
     num_initial, dimension = X.shape
     capacity = num_initial + options.budget
-    inputs = transform.to_unbounded(jnp.asarray(X))
+    X = jnp.asarray(X)
+    inputs = transform.to_unbounded(X)
     log_densities = jnp.asarray(y) + transform.log_abs_det_jacobian(inputs)
+    observation_variance = jnp.asarray(observation_variance)
+    # rows `init` could not drop (X, y traced) are kept but masked out, as failed evaluations are
+    usable = (
+        jnp.all((X > transform.lower[None, :]) & (X < transform.upper[None, :]) & jnp.isfinite(inputs), axis=1)
+        & jnp.isfinite(log_densities)
+        & jnp.isfinite(observation_variance)
+    )
+    count = jnp.maximum(jnp.sum(usable.astype(inputs.dtype)), 1.0)
+    fill = jnp.sum(jnp.where(usable[:, None], inputs, 0.0), axis=0) / count
+    inputs = jnp.where(usable[:, None], inputs, fill)
+    log_densities = jnp.where(usable, log_densities, 0.0)
+    observation_variance = jnp.where(usable, observation_variance, 1.0)
 
     def pad(values, fill):
         return jnp.concatenate([values, jnp.full((options.budget,) + values.shape[1:], fill, values.dtype)])
 
     inputs = pad(inputs, 0.0)
     log_densities = pad(log_densities, 0.0)
-    observation_variance = pad(jnp.asarray(observation_variance), 1.0)
+    observation_variance = pad(observation_variance, 1.0)
     evaluated = jnp.arange(capacity) < num_initial
+    succeeded = pad(usable, False)
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
     run_key, train_key = jax.random.split(key)
@@ -163,7 +180,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         inputs,
         log_densities,
         observation_variance,
-        evaluated,
+        succeeded,
         train_key,
         options,
         num_initial=num_initial,
@@ -174,7 +191,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         log_densities=log_densities,
         observation_variance=observation_variance,
         evaluated=evaluated,
-        succeeded=evaluated,
+        succeeded=succeeded,
         num_initial=jnp.asarray(num_initial, jnp.int32),
         num_evaluations=jnp.zeros((), jnp.int32),
         num_pending=jnp.zeros((), jnp.int32),
@@ -267,7 +284,7 @@ def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
         residual = prior_variance - jnp.sum(whitened**2)
         has_room = ~jnp.all(posterior.inducing_mask)
         add = has_room & (residual > 1e-6 * prior_variance)
-        posterior = jax.lax.cond(add, lambda p: sparse.add_inducing_point(p, safe_u), lambda p: p, posterior)
+        posterior = jax.lax.cond(add, lambda p: sparse.add_inducing_point(p, safe_u, where=add), lambda p: p, posterior)
         return sparse.update(posterior, safe_u, safe_log_density, total)
 
     posterior = jax.lax.cond(good, update, lambda p: p, state.posterior)
@@ -380,7 +397,8 @@ def result(state: SVBMCState) -> SVBMCResult:
     u = jnp.asarray(inputs)
     X = transform.from_unbounded(u)
     y = jnp.asarray(np.asarray(state.log_densities)[succeeded]) - transform.log_abs_det_jacobian(u)
-    num_failed = int(np.sum(np.asarray(state.evaluated) & ~succeeded))
+    active_phase = np.arange(succeeded.shape[0]) >= int(state.num_initial)
+    num_failed = int(np.sum(np.asarray(state.evaluated) & ~succeeded & active_phase))
     return SVBMCResult(posterior, state.elbo, state.elbo_sd, state.posterior, X, y, num_failed)
 
 
