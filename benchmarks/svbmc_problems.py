@@ -336,6 +336,21 @@ def outcome_metrics(problem: Problem, result, sample_key, reference_key, num_met
     }
 
 
+def initialise(problem: Problem, X, y, key, options, budget, batch_size):
+    """`svbmc.init` on an initial set of `problem`, with its bounds and noise sd."""
+    return svbmc.init(
+        X,
+        y,
+        key=key,
+        budget=budget,
+        batch_size=batch_size,
+        lower_bounds=problem.lower_bounds,
+        upper_bounds=problem.upper_bounds,
+        noise_sd=problem.noise_sd,
+        options=options,
+    )
+
+
 def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, batch_size=None):
     """One SVBMC run (initial set of this seed, init, active phase through `svbmc.fit`
     with the target as a Python black box) and its metrics."""
@@ -345,17 +360,7 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
     X, y = problem.initial_set(data_key)
     X, y = np.asarray(X), np.asarray(y)
     start = time.perf_counter()
-    init_state = svbmc.init(
-        X,
-        y,
-        key=fit_key,
-        budget=budget,
-        batch_size=batch_size,
-        lower_bounds=problem.lower_bounds,
-        upper_bounds=problem.upper_bounds,
-        noise_sd=problem.noise_sd,
-        options=options,
-    )
+    init_state = initialise(problem, X, y, fit_key, options, budget, batch_size)
     jax.block_until_ready(init_state.elbo)
     initial_seconds = time.perf_counter() - start
     result = svbmc.fit(
@@ -387,16 +392,7 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
     X, y = jax.vmap(problem.initial_set)(jnp.stack([k[0] for k in keys]))  # unusable rows: masked by init
 
     def whole_run(X, y, key):
-        state = svbmc.init(
-            X,
-            y,
-            key=key,
-            budget=budget,
-            batch_size=batch_size,
-            lower_bounds=problem.lower_bounds,
-            upper_bounds=problem.upper_bounds,
-            options=options,
-        )
+        state = initialise(problem, X, y, key, options, budget, batch_size)
         return svbmc.run(problem.log_density, state, jax.random.fold_in(key, 1))
 
     fit_keys = jnp.stack([k[1] for k in keys])
