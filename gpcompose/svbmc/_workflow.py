@@ -67,20 +67,18 @@ def _validate_bounds(lower_bounds, upper_bounds, dimension: int, dtype) -> tuple
     return lower, upper
 
 
-def _row_checks(X, y, observation_variance, transform: BoundedTransform):
-    """(finite, inside) masks of the initial rows: finite X, y and variance; and strictly
-    inside the bounds, also after the map to the unbounded space (a point within rounding of
-    a bound maps to ±inf, or its log-Jacobian does). A row is usable where both hold."""
-    finite = jnp.all(jnp.isfinite(X), axis=1) & jnp.isfinite(y) & jnp.isfinite(observation_variance)
-    inputs = transform.to_unbounded(X)
-    mapped = jnp.all(jnp.isfinite(inputs), axis=1) & jnp.isfinite(transform.log_abs_det_jacobian(inputs))
-    inside = jnp.all((X > transform.lower[None, :]) & (X < transform.upper[None, :]), axis=1) & mapped
+def _row_checks(X, y, observation_variance, lower, upper, xp):
+    """(finite, inside) masks of the initial rows: finite X, y and variance; strictly inside
+    the bounds. `xp` is NumPy where `init` drops rows (jnp would be staged out under a
+    caller's jit) and jax.numpy for the mask of traced rows."""
+    finite = xp.all(xp.isfinite(X), axis=1) & xp.isfinite(y) & xp.isfinite(observation_variance)
+    inside = xp.all((X > lower[None, :]) & (X < upper[None, :]), axis=1)
     return finite, inside
 
 
-def _drop_unusable_rows(X, y, observation_variance, transform: BoundedTransform):
+def _drop_unusable_rows(X, y, observation_variance, lower, upper):
     """Drop rows with non-finite values or outside the bounds, warning with the count."""
-    finite, inside = (np.asarray(check) for check in _row_checks(X, y, observation_variance, transform))
+    finite, inside = _row_checks(X, y, observation_variance, lower, upper, np)
     usable = finite & inside
     if not np.all(usable):
         warnings.warn(
@@ -147,12 +145,12 @@ def init(
         observation_variance = np.broadcast_to(sd**2, (num_points,)).astype(dtype)
     else:
         observation_variance = np.full(num_points, options.noiseless_variance, dtype)
-    transform = BoundedTransform(*_validate_bounds(lower_bounds, upper_bounds, dimension, dtype))
+    lower, upper = _validate_bounds(lower_bounds, upper_bounds, dimension, dtype)
     if not X_traced:
-        X, y, observation_variance = _drop_unusable_rows(X.astype(dtype), y, observation_variance, transform)
+        X, y, observation_variance = _drop_unusable_rows(X.astype(dtype), y, observation_variance, lower, upper)
         if X.shape[0] < 2:
             raise ValueError(f"SVBMC needs at least 2 usable initial evaluations, got {X.shape[0]}.")
-    return _initialise(X, y, observation_variance, key, transform, options, noisy)
+    return _initialise(X, y, observation_variance, key, BoundedTransform(lower, upper), options, noisy)
 
 
 @eqx.filter_jit
@@ -163,9 +161,11 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
     inputs = transform.to_unbounded(X)
     log_densities = jnp.asarray(y) + transform.log_abs_det_jacobian(inputs)
     observation_variance = jnp.asarray(observation_variance)
-    # rows `init` could not drop (X, y traced) are kept but masked out, as failed evaluations are
-    finite, inside = _row_checks(X, jnp.asarray(y), observation_variance, transform)
-    usable = finite & inside
+    # rows `init` could not drop (X, y traced) are kept but masked out, as failed evaluations
+    # are; so are rows within rounding of a bound, which the probit map sends to ±inf
+    finite, inside = _row_checks(X, jnp.asarray(y), observation_variance, transform.lower, transform.upper, jnp)
+    mapped = jnp.all(jnp.isfinite(inputs), axis=1) & jnp.isfinite(log_densities)
+    usable = finite & inside & mapped
     count = jnp.maximum(jnp.sum(usable.astype(inputs.dtype)), 1.0)
     fill = jnp.sum(jnp.where(usable[:, None], inputs, 0.0), axis=0) / count
     inputs = jnp.where(usable[:, None], inputs, fill)
