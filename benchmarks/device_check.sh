@@ -14,7 +14,7 @@
 #   mkdir -p .device_data && cp -r ../shared/data/lotka_volterra ../shared/data/vsbq .device_data/
 #   echo /.device_data/ >> .git/info/exclude
 # then call the device tool with carry=[".device_data"] and
-#   PROBLEMS="lotka_volterra_cmaes timing" bash benchmarks/device_check.sh
+#   PROBLEMS="lotka_volterra_cmaes timing rosenbrock_truncated" bash benchmarks/device_check.sh
 # Usage (device tool, where OUT is set):  bash benchmarks/device_check.sh
 set -u
 export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1

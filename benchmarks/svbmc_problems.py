@@ -8,7 +8,8 @@ Problems (`--problems`, comma-separated; `make_problem` builds each):
 - `two_moons_paper`: the document's radial scale 0.01 (log Z = 3.863176).
 - `rosenbrock`: Rosenbrock–Gaussian D = 6 (log Z = −8.662666); initial set: 10 CMA-ES
   runs × 500 evaluations from N(0, 3²I) starts (5000 evaluations).
-- `rosenbrock_truncated`: the same set with every point with x₁ > 0 removed.
+- `rosenbrock_truncated`: the same set with every point with x₁ > 0 removed (given as NaN values, which
+  `svbmc.init` drops, or masks out under `--vmap-seeds`; `num_initial` counts the rest).
 - `lotka_volterra_cmaes`: Lotka–Volterra D = 8 on the hare–lynx data, bounds (0, ∞)⁸;
   initial set: 5 CMA-ES runs × 1000 evaluations in log-parameter space from prior draws,
   σ₀ = 0.1 (with σ₀ = 1 no run came within 7 of the reference maximum in 4 seeds). Runs of
@@ -189,9 +190,8 @@ def rosenbrock(truncated):
         start_key, run_key = jax.random.split(key)
         starts = 3.0 * jax.random.normal(start_key, (10, target.dimension))
         X, y = cma_es_runs(target.log_density, run_key, starts, 3.0, 500)
-        if truncated:
-            keep = np.asarray(X[:, 0] <= 0)
-            return X[keep], y[keep]
+        if truncated:  # removed points as NaN values: `init` drops them (masks them under vmap)
+            return X, jnp.where(X[:, 0] <= 0, y, jnp.nan)
         return X, y
 
     return Problem(initial_set=initial_set, **exact_reference(target))
@@ -370,7 +370,7 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
     total_seconds = time.perf_counter() - start
     return {
         "seed": seed,
-        "num_initial": int(X.shape[0]),
+        "num_initial": int(np.sum(np.isfinite(y))),
         "initial_best": float(np.max(np.where(np.isfinite(y), y, -np.inf))),
         **outcome_metrics(problem, result, sample_key, reference_key, num_metric_samples),
         "initial_seconds": initial_seconds,
@@ -409,8 +409,8 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
         outcomes.append(
             {
                 "seed": seed,
-                "num_initial": int(X.shape[1]),
-                "initial_best": float(jnp.max(y[index])),
+                "num_initial": int(jnp.sum(jnp.isfinite(y[index]))),
+                "initial_best": float(jnp.max(jnp.where(jnp.isfinite(y[index]), y[index], -jnp.inf))),
                 **outcome_metrics(problem, result, keys[index][2], keys[index][3], num_metric_samples),
                 "vmapped_seeds": len(seeds),
                 "batch_compile_seconds": compile_seconds,
