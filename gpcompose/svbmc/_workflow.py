@@ -291,6 +291,7 @@ def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
         residual = prior_variance - jnp.sum(whitened**2)
         has_room = ~jnp.all(posterior.inducing_mask)
         add = has_room & (residual > 1e-6 * prior_variance)
+        # the cond skips the work in a single run; `where` keeps a vmapped run (both branches) from a full-buffer error
         posterior = jax.lax.cond(add, lambda p: sparse.add_inducing_point(p, safe_u, where=add), lambda p: p, posterior)
         return sparse.update(posterior, safe_u, safe_log_density, total)
 
