@@ -336,14 +336,15 @@ def outcome_metrics(problem: Problem, result, sample_key, reference_key, num_met
     }
 
 
-def initialise(problem: Problem, X, y, key, options, budget, batch_size):
-    """`svbmc.init` on an initial set of `problem`, with its bounds and noise sd."""
+def initialise(problem: Problem, X, y, key, options, budget=None, batch_size=None):
+    """`svbmc.init` on an initial set of `problem`, with its bounds and noise sd, and its
+    budget and batch size unless given."""
     return svbmc.init(
         X,
         y,
         key=key,
-        budget=budget,
-        batch_size=batch_size,
+        budget=problem.budget if budget is None else budget,
+        batch_size=problem.batch_size if batch_size is None else batch_size,
         lower_bounds=problem.lower_bounds,
         upper_bounds=problem.upper_bounds,
         noise_sd=problem.noise_sd,
@@ -354,8 +355,6 @@ def initialise(problem: Problem, X, y, key, options, budget, batch_size):
 def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, batch_size=None):
     """One SVBMC run (initial set of this seed, init, active phase through `svbmc.fit`
     with the target as a Python black box) and its metrics."""
-    budget = problem.budget if budget is None else budget
-    batch_size = problem.batch_size if batch_size is None else batch_size
     data_key, fit_key, sample_key, reference_key = seed_keys(seed)
     X, y = problem.initial_set(data_key)
     X, y = np.asarray(X), np.asarray(y)
@@ -363,9 +362,8 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
     init_state = initialise(problem, X, y, fit_key, options, budget, batch_size)
     jax.block_until_ready(init_state.elbo)
     initial_seconds = time.perf_counter() - start
-    result = svbmc.fit(
-        noisy_black_box(problem, seed), X, y, key=fit_key, state=init_state, callback=round_progress(batch_size)
-    )
+    progress = round_progress(init_state.options.batch_size)
+    result = svbmc.fit(noisy_black_box(problem, seed), X, y, key=fit_key, state=init_state, callback=progress)
     jax.block_until_ready(result.elbo)
     total_seconds = time.perf_counter() - start
     return {
@@ -386,8 +384,6 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
     seeds together) instead of per-seed times."""
     if problem.noise_sd is not None:
         raise ValueError("--vmap-seeds needs an exact target: a noisy one draws its noise on the host")
-    budget = problem.budget if budget is None else budget
-    batch_size = problem.batch_size if batch_size is None else batch_size
     keys = [seed_keys(seed) for seed in seeds]
     X, y = jax.vmap(problem.initial_set)(jnp.stack([k[0] for k in keys]))  # unusable rows: masked by init
 
