@@ -272,3 +272,28 @@ def test_vmap_of_updates_and_lookahead_over_candidates_equals_loop(getkey):
     np.testing.assert_allclose(
         jax.vmap(lookahead)(candidates), np.stack([lookahead(x) for x in candidates]), atol=1e-14
     )
+
+
+def test_reducible_variance_is_the_variance_less_the_floor_left_by_adding_x_to_the_inducing_set(getkey):
+    """Dense brute force: s²_red(x) = s²(x) − r′(x), where r′(x) = k(x, x) − k′ᵀ(K′ + εI)⁻¹k′
+    is the Nyström residual at x once x joins Z (K′, k′ over Z ∪ {x}, the same absolute ε)."""
+    kernel, mean, X, y, noise = make_problem(getkey())
+    Z = X[:7] + 0.1
+    X_new = jnp.concatenate([jax.random.normal(getkey(), (5, 2)), Z[:2], X[10:12]])  # also at Z and at data
+    relative_jitter = 1e-3
+    posterior = sparse.condition(kernel, mean, X, y, noise, Z, inducing_jitter=relative_jitter)
+    jitter = relative_jitter * float(kernel.variance.value)
+    assert float(posterior.inducing_factor.jitter) == pytest.approx(jitter, rel=1e-12)
+    _, covariance, _ = dense_sparse_posterior(kernel, mean, X, y, noise, Z, X_new, relative_jitter=relative_jitter)
+    expected = []
+    for x in np.asarray(X_new):
+        augmented = np.concatenate([np.asarray(Z), x[None]])
+        gram = np.asarray(kernel.gram(jnp.asarray(augmented))) + jitter * np.eye(augmented.shape[0])
+        column = np.asarray(kernel.cross(jnp.asarray(augmented), jnp.asarray(x[None])))[:, 0]
+        floor = float(kernel.evaluate(jnp.asarray(x), jnp.asarray(x))) - column @ np.linalg.solve(gram, column)
+        expected.append(floor)
+    expected = np.diag(covariance) - np.array(expected)
+    mean_reducible, variance_reducible = sparse.reducible_variance(posterior, X_new)
+    np.testing.assert_allclose(mean_reducible, sparse.predict(posterior, X_new)[0], atol=1e-10)
+    np.testing.assert_allclose(variance_reducible, expected, rtol=1e-6, atol=1e-10)
+    assert np.all(np.asarray(variance_reducible) <= np.asarray(sparse.predict(posterior, X_new)[1]) + 1e-12)

@@ -146,6 +146,21 @@ def test_run_vmapped_over_seeds_equals_single_runs():
     assert np.all(np.asarray(batched.num_evaluations) == BUDGET)
 
 
+def test_tell_adds_the_point_to_the_inducing_set_even_where_z_spans_it(small_state):
+    """Between retrainings a told point joins Z (while there is room), also at an
+    existing inducing input, where only a new inducing input lowers the jitter floor
+    of the variance (`sparse.reducible_variance`; the effect on a₁ is tested in
+    test_uncertainty_sampling)."""
+    posterior = small_state.posterior
+    z = posterior.inducing_inputs[0]
+    x = small_state.transform.from_unbounded(z)
+    state = svbmc.tell(small_state, x, float(gaussian_log_density(x)))
+    assert int(state.num_pending) == 1  # no retraining yet
+    added = np.asarray(state.posterior.inducing_mask) & ~np.asarray(posterior.inducing_mask)
+    assert added.sum() == 1
+    np.testing.assert_allclose(np.asarray(state.posterior.inducing_inputs)[added][0], z, rtol=1e-12)
+
+
 def test_failed_evaluations_are_recorded_and_the_run_goes_on(small_state):
     calls = []
 

@@ -3,7 +3,7 @@ from jaxtyping import Array, Float
 
 from ..gp import ExactPosterior
 from ..mixtures import AbstractGaussianMixture
-from ..sparse import SparsePosterior
+from ..sparse import SparsePosterior, reducible_variance
 from ._predict import latent_predict
 
 
@@ -16,7 +16,15 @@ def log_prospective_uncertainty(
     posterior mean and variance of the GP model of the log density. Computed in log
     space; a zero variance (at a noiseless training point) gives a large negative
     finite value rather than −∞, so gradients stay finite.
+
+    For a sparse posterior s² is the reducible variance (`sparse.reducible_variance`):
+    the SGPR variance less the floor that the jitter of K_ZZ leaves even at an inducing
+    input [ours]. With the floor, s² is flat where the data are dense and a₁'s maximiser
+    stays at the top of q·exp(f̄) however often it is evaluated there.
     """
-    mean, variance = latent_predict(posterior, x[None, :])
+    if isinstance(posterior, SparsePosterior):
+        mean, variance = reducible_variance(posterior, x[None, :])
+    else:
+        mean, variance = latent_predict(posterior, x[None, :])
     tiny = jnp.finfo(variance.dtype).tiny
     return jnp.log(jnp.maximum(variance[0], tiny)) + mixture.log_prob(x) + mean[0]

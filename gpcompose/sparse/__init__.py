@@ -14,6 +14,9 @@ from ._predict import (
 from ._predict import (
     predict_covariance as predict_covariance,
 )
+from ._predict import (
+    reducible_variance as reducible_variance,
+)
 from ._selection import select_inducing_points as select_inducing_points
 from ._update import add_inducing_point as add_inducing_point
 from ._update import update as update

@@ -32,6 +32,33 @@ def predict(
 
 
 @public_jit()
+def reducible_variance(
+    posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]
+) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
+    """Latent mean and the part of the latent variance that new data can remove [ours].
+
+    The SGPR variance s² = ‖b‖² + r has two parts: ‖b‖² (uncertainty of the inducing
+    values, which observations reduce) and the Nyström residual r = k(x, x) − ‖a‖² (prior
+    variance that Z does not span). With the jitter ε in L = chol(K_ZZ + εI), r stays
+    near ε even at an inducing input, and adding x itself to Z only lowers it to
+    rε/(r + ε) (Schur complement of the bordered K_ZZ + εI). The reducible variance is
+
+        s²_red(x) = ‖b‖² + r²/(r + ε),
+
+    s² without that floor. The floor matters where the data are dense: on Lotka–Volterra
+    ε = 1e-6·σ_f² ≈ 4·10⁻⁴ exceeds ‖b‖² near the mode, so s² is flat there and an
+    uncertainty acquisition picks the same point again after evaluating it.
+    """
+    X_new = check_new_inputs(posterior.observations, X_new, "X_new")
+    a, b = _whitened(posterior, X_new)
+    mean = posterior.mean(X_new) + b.T @ posterior.inner_weights
+    residual = jnp.maximum(posterior.kernel.diagonal(X_new) - jnp.sum(a**2, axis=0), 0.0)
+    jitter = posterior.inducing_factor.jitter
+    denominator = jnp.where(residual + jitter > 0, residual + jitter, 1.0)  # 0/0 only with ε = 0 and r = 0
+    return mean, jnp.sum(b**2, axis=0) + residual**2 / denominator
+
+
+@public_jit()
 def predict_covariance(
     posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]
 ) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
