@@ -81,6 +81,31 @@ def test_extreme_unbounded_values_stay_finite(kind, dtype):
     assert np.all(np.isfinite(gradient))
 
 
+@pytest.mark.parametrize("dtype", (jnp.float32, jnp.float64))
+@pytest.mark.parametrize("kind", KINDS)
+def test_unbounded_limits_map_strictly_inside_and_beyond_them_x_reaches_the_bound(kind, dtype):
+    """At the limits x(u) is strictly inside the box and u(x(u)) finite; for the finite
+    bounds at a non-zero value (−1, 2, 0.5, 3) a step of 16 beyond the limit rounds x onto
+    the bound. A bound at 0 (second box) keeps x > 0 down to √tiny."""
+    for lower, upper in ((LOWER, UPPER), (np.array([0.01, 0.0]), np.array([0.5, 1.0]))):
+        transform = transforms.BoundedTransform(lower.astype(dtype), upper.astype(dtype), kind=kind)
+        u_min, u_max = eqx.filter_jit(lambda t: t.unbounded_limits())(transform)
+        assert u_min.dtype == dtype and u_max.dtype == dtype
+        np.testing.assert_array_equal(np.isfinite(u_min), np.isfinite(lower) | np.isfinite(upper))
+        np.testing.assert_array_equal(np.isfinite(u_max), np.isfinite(lower) & np.isfinite(upper))
+        for limit in (u_min, u_max):
+            u = jnp.where(jnp.isfinite(limit), limit, 0.0)
+            x = from_unbounded(transform, u)
+            assert np.all((np.asarray(x) > lower.astype(dtype)) & (np.asarray(x) < upper.astype(dtype)))
+            assert np.all(np.isfinite(np.asarray(to_unbounded(transform, x))))
+    transform = transforms.BoundedTransform(LOWER.astype(dtype), UPPER.astype(dtype), kind=kind)
+    u_min, u_max = transform.unbounded_limits()
+    below = from_unbounded(transform, jnp.where(jnp.isfinite(u_min), u_min - 16.0, 0.0))
+    above = from_unbounded(transform, jnp.where(jnp.isfinite(u_max), u_max + 16.0, 0.0))
+    np.testing.assert_array_equal(np.asarray(below)[:3], np.array([LOWER[0], LOWER[1], UPPER[2]], dtype))
+    assert float(above[0]) == UPPER[0]
+
+
 def test_float32_round_trip(getkey):
     transform = transforms.BoundedTransform(LOWER.astype(np.float32), UPPER.astype(np.float32))
     u = jnp.clip(jax.random.normal(getkey(), (100, 4), jnp.float32), -3.0, 3.0)

@@ -243,7 +243,10 @@ def _ask_unbounded(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     objective = _acquisition(state, keep, reference_key)
     num_top = min(options.num_search_starts, state.capacity)
     top_values, top_rows = jax.lax.top_k(jnp.where(keep, state.log_densities, -jnp.inf), num_top)
-    samples = state.mixture.sample(candidate_key, options.num_candidates)
+    # the search stays where x(u) is strictly inside the bounds: beyond, x rounds onto a bound
+    # and the evaluation would be lost (timing: 32 of 200 before)
+    u_min, u_max = state.transform.unbounded_limits()
+    samples = jnp.clip(state.mixture.sample(candidate_key, options.num_candidates), u_min[None], u_max[None])
     top_inputs = jnp.where(jnp.isfinite(top_values)[:, None], state.inputs[top_rows], samples[:num_top])
     candidates = jnp.concatenate([samples, top_inputs])
     values = jax.vmap(objective)(candidates)
@@ -251,7 +254,13 @@ def _ask_unbounded(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     _, start_rows = jax.lax.top_k(values, options.num_search_starts)
     scale = jnp.sqrt(jnp.diag(state.mixture.covariance()))
     search = maximise_multistart(
-        objective, candidates[start_rows], scale=scale, num_steps=options.search_steps, learning_rate=0.05
+        objective,
+        candidates[start_rows],
+        scale=scale,
+        num_steps=options.search_steps,
+        learning_rate=0.05,
+        lower=u_min,
+        upper=u_max,
     )
     return search.x
 
@@ -260,7 +269,8 @@ def _ask_unbounded(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
 def ask(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     """The next point to evaluate, in the original space: the maximiser of the
     acquisition (a₁ or a₂), found from mixture samples and the best training points by a
-    vmapped multi-start Adam search (SVBMC §3.4)."""
+    vmapped multi-start Adam search (SVBMC §3.4), strictly inside the bounds
+    (`BoundedTransform.unbounded_limits`)."""
     return state.transform.from_unbounded(_ask_unbounded(state, key))
 
 

@@ -124,6 +124,28 @@ class BoundedTransform(eqx.Module):
         one_sided_value = jnp.where(lower_only, lower + offset, upper - offset)
         return jnp.where(two_sided, two_sided_value, jnp.where(lower_only | upper_only, one_sided_value, u))
 
+    def unbounded_limits(self) -> tuple[Float[Array, " D"], Float[Array, " D"]]:
+        """(u_min, u_max): per coordinate, the images of the points 64 ulps inside each
+        finite bound (and at least √(smallest normal number) times the width away), ∓inf
+        where u is free [ours].
+
+        Beyond them x(u) rounds onto the bound, where u(x) is ±inf and a target defined
+        on the open box is −inf: an acquisition search kept inside [u_min, u_max] cannot
+        propose a point that would be lost as a failed evaluation. Two-sided coordinates
+        get both limits (probit on (0.01, 0.5): u ∈ [−8.1, 7.6]); one-sided ones, where
+        u = log of the distance to the bound, only u_min.
+        """
+        lower, upper, width, two_sided, lower_only, upper_only = self._bounds(self.lower)
+        tiny = jnp.sqrt(jnp.finfo(self.lower.dtype).tiny)  # 1.5e-154 in float64: ndtr(ndtri(·)) stays normal
+        margin_lower = jnp.maximum(64 * jnp.spacing(jnp.abs(lower)), tiny * width)
+        margin_upper = jnp.maximum(64 * jnp.spacing(jnp.abs(upper)), tiny * width)
+        inside = jnp.where(two_sided, lower + width / 2, 0.0)  # any interior point where unused
+        two_sided_min = self.to_unbounded(jnp.where(two_sided, lower + margin_lower, inside))
+        two_sided_max = self.to_unbounded(jnp.where(two_sided, upper - margin_upper, inside))
+        one_sided_min = jnp.log(jnp.where(lower_only, margin_lower, margin_upper))
+        u_min = jnp.where(two_sided, two_sided_min, jnp.where(lower_only | upper_only, one_sided_min, -jnp.inf))
+        return u_min, jnp.where(two_sided, two_sided_max, jnp.inf)
+
     def log_abs_det_jacobian(self, u: Float[ArrayLike, "*batch D"]) -> Float[Array, "*batch"]:
         """Σ_d log|dx_d/du_d| at u (see the class docstring)."""
         u = self._check(u, "u")
