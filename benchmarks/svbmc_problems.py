@@ -366,11 +366,14 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
     result = svbmc.fit(noisy_black_box(problem, seed), X, y, key=fit_key, state=init_state, callback=progress)
     jax.block_until_ready(result.elbo)
     total_seconds = time.perf_counter() - start
+    # the same metrics for the state after init, before any new evaluation: what the active phase adds
+    before = outcome_metrics(problem, svbmc.result(init_state), sample_key, reference_key, num_metric_samples)
     return {
         "seed": seed,
         "num_initial": int(np.sum(np.isfinite(y))),
         "initial_best": float(np.max(np.where(np.isfinite(y), y, -np.inf))),
         **outcome_metrics(problem, result, sample_key, reference_key, num_metric_samples),
+        **{f"after_init_{name}": before[name] for name in ("elbo", "delta_lml", "mmtv", "gskl", "num_components")},
         "initial_seconds": initial_seconds,
         "total_seconds": total_seconds,
         "load_average": list(os.getloadavg()),
