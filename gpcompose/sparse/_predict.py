@@ -15,6 +15,14 @@ def _whitened(posterior: SparsePosterior, X_new: Float[Array, "Q D"]):
     return a, solve_triangular(posterior.inner_lower, a)
 
 
+def _mean_and_variance_parts(posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]):
+    """μ(x) and the two parts of s²(x): the Nyström residual k(x, x) − ‖a‖² and ‖b‖²."""
+    X_new = check_new_inputs(posterior.observations, X_new, "X_new")
+    a, b = _whitened(posterior, X_new)
+    mean = posterior.mean(X_new) + b.T @ posterior.inner_weights
+    return mean, posterior.kernel.diagonal(X_new) - jnp.sum(a**2, axis=0), jnp.sum(b**2, axis=0)
+
+
 @public_jit()
 def predict(
     posterior: SparsePosterior, X_new: Float[ArrayLike, "Q D"]
@@ -24,11 +32,8 @@ def predict(
     μ(x) = m(x) + bᵀc,  s²(x) = k(x, x) − ‖a‖² + ‖b‖²,  a = L⁻¹k(Z, x), b = L_S⁻¹a,
     c = L_S⁻¹ r. (The printed C.4 mean carries m(Z) terms that cancel exactly.)
     """
-    X_new = check_new_inputs(posterior.observations, X_new, "X_new")
-    a, b = _whitened(posterior, X_new)
-    mean = posterior.mean(X_new) + b.T @ posterior.inner_weights
-    variance = posterior.kernel.diagonal(X_new) - jnp.sum(a**2, axis=0) + jnp.sum(b**2, axis=0)
-    return mean, jnp.maximum(variance, 0.0)
+    mean, residual, inducing_variance = _mean_and_variance_parts(posterior, X_new)
+    return mean, jnp.maximum(residual + inducing_variance, 0.0)
 
 
 @public_jit()
@@ -49,13 +54,11 @@ def reducible_variance(
     ε = 1e-6·σ_f² ≈ 4·10⁻⁴ exceeds ‖b‖² near the mode, so s² is flat there and an
     uncertainty acquisition picks the same point again after evaluating it.
     """
-    X_new = check_new_inputs(posterior.observations, X_new, "X_new")
-    a, b = _whitened(posterior, X_new)
-    mean = posterior.mean(X_new) + b.T @ posterior.inner_weights
-    residual = jnp.maximum(posterior.kernel.diagonal(X_new) - jnp.sum(a**2, axis=0), 0.0)
+    mean, residual, inducing_variance = _mean_and_variance_parts(posterior, X_new)
+    residual = jnp.maximum(residual, 0.0)
     jitter = posterior.inducing_factor.jitter
     denominator = jnp.where(residual + jitter > 0, residual + jitter, 1.0)  # 0/0 only with ε = 0 and r = 0
-    return mean, jnp.sum(b**2, axis=0) + residual**2 / denominator
+    return mean, inducing_variance + residual**2 / denominator
 
 
 @public_jit()
