@@ -139,7 +139,10 @@ class BoundedTransform(eqx.Module):
         tiny = jnp.sqrt(jnp.finfo(self.lower.dtype).tiny)  # 1.5e-154 in float64: ndtr(ndtri(·)) stays normal
         margin_lower = jnp.maximum(64 * jnp.spacing(jnp.abs(lower)), tiny * width)
         margin_upper = jnp.maximum(64 * jnp.spacing(jnp.abs(upper)), tiny * width)
-        inside = jnp.where(two_sided, lower + width / 2, 0.0)  # any interior point where unused
+        # an interior point of every coordinate, so that the unused entries below stay finite
+        inside = jnp.where(
+            two_sided, lower + width / 2, jnp.where(lower_only, lower + 1, jnp.where(upper_only, upper - 1, 0.0))
+        )
         two_sided_min = self.to_unbounded(jnp.where(two_sided, lower + margin_lower, inside))
         two_sided_max = self.to_unbounded(jnp.where(two_sided, upper - margin_upper, inside))
         one_sided_min = jnp.log(jnp.where(lower_only, margin_lower, margin_upper))
