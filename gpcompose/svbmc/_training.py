@@ -10,7 +10,7 @@ from jaxtyping import Array, Bool, Float
 from .. import sparse
 from .._observations import input_span
 from ..mixtures import VBMCMixture
-from ..quadrature import elbo, maximise_elbo
+from ..quadrature import elbo
 from ..sparse import select_inducing_points
 from ._noise_shaping import shaping_variance, total_noise_variance
 from ._options import SVBMCOptions
@@ -25,7 +25,7 @@ from ._surrogate import (
     sparse_objective,
 )
 from ._trimming import trim_mask
-from ._variational import build_up, initial_mixture
+from ._variational import build_up, elbo_ascent, grow, initial_mixture
 
 
 def training_rows(state_like, options: SVBMCOptions) -> tuple[Bool[Array, " C"], Float[Array, " C"]]:
@@ -122,7 +122,8 @@ def retrain(
 ):
     """The full SVBMC training pass; `previous` is None at initialisation (build-up from
     one component) and the current (surrogate, posterior, mixture) in the active phase
-    (hyperparameter comparison of §2.7, warm-started mixture). In both, the SGPR refit
+    (hyperparameter comparison of §2.7, warm-started mixture, one growth stage while
+    K < K_max). In both, the SGPR refit
     passes the guard `without_spurious_peak` (mean checked at the training inputs and at
     draws of the current mixture), with the hyperparameters it started from (the subset
     MAP, or the §2.7 winner) as fallback. The draws of the new mixture are checked too;
@@ -205,32 +206,45 @@ def retrain(
         ceiling,
     )
 
-    entropy_samples = options.entropy_samples()
     training_box = input_span(inputs, keep)  # the components stay inside (as in VBMC)
     peak_draws_key = jax.random.fold_in(key, 2)
+    compare_key = jax.random.fold_in(key, 3)
+
+    def ascent(posterior, num_steps):
+        return elbo_ascent(
+            posterior,
+            width=width,
+            num_steps=num_steps,
+            learning_rate=options.learning_rate,
+            num_entropy_samples=options.entropy_samples(),
+            bounds=training_box,
+        )
+
+    def score(posterior):
+        return lambda mixture: elbo(posterior, mixture, compare_key, options.final_entropy_samples)[0]
+
+    def growth_sites(posterior):
+        """Where components are added: the training inputs whose surrogate mean is
+        within D + 2 of the highest (the candidates of `initial_mixture`)."""
+        surrogate_mean, _ = sparse.predict(posterior, inputs)
+        top = jnp.max(jnp.where(keep, surrogate_mean, -jnp.inf))
+        return surrogate_mean, keep & (surrogate_mean >= top - (dimension + 2.0))
+
     if previous is None:
 
         def build(posterior):
-            surrogate_mean, _ = sparse.predict(posterior, inputs)
-            candidate_threshold = dimension + 2.0
-            top = jnp.max(jnp.where(keep, surrogate_mean, -jnp.inf))
-            eligible = keep & (surrogate_mean >= top - candidate_threshold)
+            surrogate_mean, eligible = growth_sites(posterior)
             return build_up(
-                posterior,
                 initial_mixture(
-                    inputs, surrogate_mean, keep, candidate_threshold, options.max_components, options.rotated_mixture
+                    inputs, surrogate_mean, keep, dimension + 2.0, options.max_components, options.rotated_mixture
                 ),
                 mixture_key,
                 inputs,
                 surrogate_mean,
                 eligible,
-                width=width,
-                num_steps=options.buildup_steps,
-                learning_rate=options.learning_rate,
-                num_entropy_samples=entropy_samples,
-                comparison_samples=options.final_entropy_samples,
+                optimise=ascent(posterior, options.buildup_steps),
+                score=score(posterior),
                 tolerance=options.buildup_tolerance,
-                bounds=training_box,
             )
 
         def with_subset_hyperparameters():
@@ -245,20 +259,35 @@ def retrain(
         rebuild = peaked & ~fell_back
         posterior, mixture = jax.lax.cond(rebuild, with_subset_hyperparameters, lambda: (posterior, mixture))
     else:
+        # the warm-started mixture is re-optimised, then one growth stage is tried while
+        # K < K_max [ours; the document leaves the K policy of the loop open]: a build-up
+        # that stopped early on the initial surrogate (K = 1–3 on timing) can grow later
+        optimise = ascent(posterior, options.round_steps)
+        optimise_key, growth_key = jax.random.split(mixture_key)
+        mixture = optimise(previous[2], optimise_key)
+
+        def grow_once(mixture):
+            surrogate_mean, eligible = growth_sites(posterior)
+            count = jnp.sum(mixture.mask.astype(jnp.int32))  # double K (capped by the free slots)
+            mixture_score = score(posterior)(mixture)
+            kept, _, _ = grow(
+                mixture,
+                mixture_score,
+                count,
+                growth_key,
+                inputs,
+                surrogate_mean,
+                eligible,
+                optimise=optimise,
+                score=score(posterior),
+            )
+            return kept
+
+        mixture = jax.lax.cond(jnp.all(mixture.mask), lambda m: m, grow_once, mixture)
         # second check [ours]: the ELBO step can move the mixture onto a peak that the
         # draws of the old mixture did not see; if the new mixture's draws find the mean
         # above the ceiling, the round's retraining is dropped: the sparse GP of the last
         # round (with this round's points added by rank-1 updates) and its mixture stay
-        mixture = maximise_elbo(
-            posterior,
-            previous[2],
-            mixture_key,
-            width=width,
-            num_steps=options.round_steps,
-            learning_rate=options.learning_rate,
-            num_entropy_samples=entropy_samples,
-            bounds=training_box,
-        )
         peaked = exceeds_ceiling(posterior, mixture.sample(peak_draws_key, options.peak_check_samples), ceiling)
         posterior, mixture = jax.lax.cond(peaked, lambda: previous[1:], lambda: (posterior, mixture))
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)

@@ -1,13 +1,15 @@
 """The SVBMC variational posterior: initialisation, ELBO maximisation by Adam, and the
 build-up that adds components until the ELBO stops improving (SVBMC §3.3, §A.5)."""
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .._linalg import cholesky
 from ..mixtures import VBMCMixture
-from ..quadrature import elbo, maximise_elbo
+from ..quadrature import maximise_elbo
 from ..sparse import SparsePosterior
 
 
@@ -84,39 +86,22 @@ def stage_sizes(max_components: int) -> list[int]:
     return sizes
 
 
-def build_up(
+def elbo_ascent(
     posterior: SparsePosterior,
-    mixture: VBMCMixture,
-    key: PRNGKeyArray,
-    X: Float[Array, "C D"],
-    log_density: Float[Array, " C"],
-    eligible: Bool[Array, " C"],
     *,
     width: Float[Array, " D"],
     num_steps: int,
     learning_rate: float,
     num_entropy_samples: int,
-    comparison_samples: int,
-    tolerance: float,
     bounds: tuple[Float[Array, " D"], Float[Array, " D"]],
-) -> VBMCMixture:
-    """Grow and optimise the mixture until a stage changes the ELBO by less than
-    `tolerance` or K = K_max (SVBMC §3.3: "until the change in KL falls below a
-    threshold"; ΔKL = −ΔELBO for a fixed target). Stage j adds 2^j components (K doubles
-    while the stages are accepted); the ELBOs are compared with common random numbers.
-    A stage that lowers the ELBO is discarded; if it lowered it by more than `tolerance`
-    the next stage starts again from the kept mixture [ours]: that is a failed
-    optimisation, not convergence — on the timing problem the first stage (K = 1 → 2)
-    lost ELBO on 2 of 6 initial sets (seeds 0, 5), and stopping there left K = 1 with ΔLML 2.2, 1.7
-    (benchmarks/README.md, SVBMC section). A change within ±`tolerance` stops the
-    build-up whatever its sign, so that rounding cannot decide whether it goes on."""
-    optimise_key, compare_key, stages_key = jax.random.split(key, 3)
+) -> Callable[[VBMCMixture, PRNGKeyArray], VBMCMixture]:
+    """`(mixture, key) ↦ maximise_elbo(posterior, mixture, key, …)` with these settings."""
 
-    def optimise(current, step_key):
+    def optimise(mixture: VBMCMixture, key: PRNGKeyArray) -> VBMCMixture:
         return maximise_elbo(
             posterior,
-            current,
-            step_key,
+            mixture,
+            key,
             width=width,
             num_steps=num_steps,
             learning_rate=learning_rate,
@@ -124,9 +109,53 @@ def build_up(
             bounds=bounds,
         )
 
-    def score(current):
-        return elbo(posterior, current, compare_key, comparison_samples)[0]
+    return optimise
 
+
+def grow(
+    mixture: VBMCMixture,
+    mixture_score: Float[Array, ""],
+    count: Array,
+    key: PRNGKeyArray,
+    X: Float[Array, "C D"],
+    log_density: Float[Array, " C"],
+    eligible: Bool[Array, " C"],
+    *,
+    optimise: Callable[[VBMCMixture, PRNGKeyArray], VBMCMixture],
+    score: Callable[[VBMCMixture], Float[Array, ""]],
+) -> tuple[VBMCMixture, Float[Array, ""], Float[Array, ""]]:
+    """One growth stage: add `count` components (`add_components`), optimise, and keep
+    the grown mixture if its `score` (the ELBO, with common random numbers) beats
+    `mixture_score`. Returns (kept mixture, its score, the grown mixture's gain)."""
+    grown = optimise(add_components(mixture, count, X, log_density, eligible), key)
+    grown_score = score(grown)
+    accept = grown_score > mixture_score
+    kept = jax.tree_util.tree_map(lambda new, old: jnp.where(accept, new, old), grown, mixture)
+    return kept, jnp.maximum(grown_score, mixture_score), grown_score - mixture_score
+
+
+def build_up(
+    mixture: VBMCMixture,
+    key: PRNGKeyArray,
+    X: Float[Array, "C D"],
+    log_density: Float[Array, " C"],
+    eligible: Bool[Array, " C"],
+    *,
+    optimise: Callable[[VBMCMixture, PRNGKeyArray], VBMCMixture],
+    score: Callable[[VBMCMixture], Float[Array, ""]],
+    tolerance: float,
+) -> VBMCMixture:
+    """Grow and optimise the mixture until a stage changes the ELBO by less than
+    `tolerance` or K = K_max (SVBMC §3.3: "until the change in KL falls below a
+    threshold"; ΔKL = −ΔELBO for a fixed target). Stage j adds 2^j components (K doubles
+    while the stages are accepted; `grow`). A stage that lowers the ELBO is discarded; if
+    it lowered it by more than `tolerance` the next stage starts again from the kept
+    mixture [ours]: that is a failed optimisation, not convergence — on the timing
+    problem the first stage (K = 1 → 2) lost ELBO on 2 of 6 initial sets (seeds 0, 5),
+    and stopping there left K = 1 with ΔLML 2.2, 1.7 (benchmarks/README.md, SVBMC
+    section). A change within ±`tolerance` stops the build-up whatever its sign, so that
+    rounding cannot decide whether it goes on."""
+    optimise_key, stages_key = jax.random.split(key)
     mixture = optimise(mixture, optimise_key)
     sizes = jnp.asarray(stage_sizes(mixture.num_components), jnp.int32)
 
@@ -134,16 +163,15 @@ def build_up(
         current, current_score, done = carry
         count, stage_key = inputs
 
-        def grow(current):
-            grown = optimise(add_components(current, count, X, log_density, eligible), stage_key)
-            return grown, score(grown)
+        def grow_stage(current):
+            return grow(
+                current, current_score, count, stage_key, X, log_density, eligible, optimise=optimise, score=score
+            )
 
-        grown, grown_score = jax.lax.cond(done, lambda m: (m, current_score), grow, current)
-        accept = ~done & (grown_score > current_score)
-        current = jax.tree_util.tree_map(lambda new, old: jnp.where(accept, new, old), grown, current)
-        gain = grown_score - current_score
-        done = done | (jnp.abs(gain) < tolerance)
-        return (current, jnp.where(accept, grown_score, current_score), done), None
+        current, current_score, gain = jax.lax.cond(
+            done, lambda m: (m, current_score, jnp.zeros_like(current_score)), grow_stage, current
+        )
+        return (current, current_score, done | (jnp.abs(gain) < tolerance)), None
 
     if sizes.shape[0] == 0:
         return mixture
