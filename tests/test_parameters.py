@@ -1,4 +1,4 @@
-"""Tests of `gpcompose.parameters`: the positivity transforms and their log-Jacobians,
+"""Tests of `gpcompose.parameters`: the positivity and interval transforms and their log-Jacobians,
 argument checks, `Real`/`Fixed`, and the tree operations (`partition`, `flatten`,
 `log_prior`)."""
 
@@ -14,6 +14,7 @@ from gpcompose import means
 from gpcompose.kernels import Periodic, SquaredExponential
 from gpcompose.parameters import (
     Fixed,
+    Interval,
     Positive,
     Real,
     as_positive,
@@ -125,6 +126,69 @@ def test_positive_can_be_built_under_vmap_and_jit():
     batched = eqx.filter_vmap(lambda v: Positive(v, minimum=0.1))(values)
     np.testing.assert_allclose(batched.value, values, rtol=1e-14)
     np.testing.assert_allclose(eqx.filter_jit(lambda v: Positive(v).value)(values), values, rtol=1e-14)
+
+
+# ------------------------------------------------------------------ Interval
+
+
+def test_interval_round_trips_value_with_array_bounds():
+    lower = np.array([0.0, -2.0, 1e-3, 5.0])
+    upper = np.array([1.0, 3.0, 2e-3, 5.5])
+    value = np.array([1e-9, -1.999, 1.5e-3, 5.4999])
+    parameter = Interval(jnp.asarray(value), lower=lower, upper=upper)
+    np.testing.assert_allclose(parameter.value, value, rtol=1e-9, atol=0)
+    fraction = (value - lower) / (upper - lower)
+    np.testing.assert_allclose(parameter.unconstrained, np.log(fraction / (1 - fraction)), rtol=1e-9)
+    # far out on both sides the value stays inside the closed interval
+    extreme = _with_unconstrained(parameter, jnp.asarray([-800.0, 800.0, -40.0, 40.0])).value
+    assert np.all(np.asarray(extreme) >= lower) and np.all(np.asarray(extreme) <= upper)
+
+
+def test_interval_log_jacobian_matches_autodiff():
+    u = jnp.asarray([-30.0, -3.0, -0.2, 0.0, 1.5, 12.0])
+    parameter = _with_unconstrained(Interval(jnp.full(6, 0.5), lower=0.25, upper=jnp.linspace(1.0, 3.0, 6)), u)
+
+    def value(v):
+        return _with_unconstrained(parameter, v).value
+
+    jacobian = np.asarray(jax.jacfwd(value)(u))
+    np.testing.assert_array_equal(jacobian, np.diag(np.diag(jacobian)))
+    np.testing.assert_allclose(float(parameter.log_jacobian()), np.sum(np.log(np.diag(jacobian))), rtol=1e-12)
+
+
+def test_interval_log_prior_is_the_prior_density_of_u():
+    """log p_u(u) = log p(T(u)) + log T'(u): its integral over u is the prior mass of the interval."""
+    prior = LogNormal(0.0, 1.0)
+    parameter = Interval(0.5, lower=0.2, upper=3.0, prior=prior)
+    grid = jnp.linspace(-40.0, 40.0, 200001)
+    densities = jax.vmap(lambda v: jnp.exp(_with_unconstrained(parameter, v).log_prior()))(grid)
+    mass = float(jnp.sum(densities) * (grid[1] - grid[0]))
+    expected = scipy.stats.lognorm(1.0).cdf(3.0) - scipy.stats.lognorm(1.0).cdf(0.2)
+    np.testing.assert_allclose(mass, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "value, lower, upper, message",
+    [
+        (1.0, 0.0, 1.0, "`value` must lie strictly inside"),
+        (-0.5, 0.0, 1.0, "`value` must lie strictly inside"),
+        (np.array([0.5, 2.0]), 0.0, np.array([1.0, 1.5]), "`value` must lie strictly inside"),
+        (np.nan, 0.0, 1.0, "`value` must lie strictly inside"),
+        (0.5, 1.0, 1.0, "`lower` must be below `upper`"),
+        (0.5, 2.0, 1.0, "`lower` must be below `upper`"),
+    ],
+)
+def test_interval_rejects_bad_bounds_and_values(value, lower, upper, message):
+    with pytest.raises(ValueError, match=message):
+        Interval(jnp.asarray(value), lower=lower, upper=upper)
+
+
+def test_interval_can_be_built_under_vmap_and_only_u_is_trainable():
+    uppers = jnp.asarray([1.0, 2.0, 4.0])
+    batched = eqx.filter_vmap(lambda upper: Interval(0.5 * upper, upper=upper))(uppers)
+    np.testing.assert_allclose(batched.value, 0.5 * uppers, rtol=1e-14)
+    spec = Interval(0.5, upper=1.0).trainable_spec()
+    assert spec.unconstrained is True and spec.lower is False and spec.upper is False
 
 
 # -------------------------------------------------------------- Real / Fixed

@@ -1,10 +1,12 @@
 """Hyperparameters stored unconstrained, with priors, partitioning and flattening.
 
 Every kernel, mean and likelihood field that is a hyperparameter holds an
-`AbstractParameter`. Plain numbers given to constructors become `Positive` or `Real`;
+`AbstractParameter` (`Positive`, `Real`, `Interval`, `Fixed`). Plain numbers given to
+constructors become `Positive` or `Real`;
 wrap one in `Fixed` to exclude it from fitting.
 """
 
+from ._interval import Interval as Interval
 from ._parameter import AbstractParameter as AbstractParameter
 from ._positive import Positive as Positive
 from ._real import Fixed as Fixed
