@@ -57,3 +57,27 @@ def test_restart_factors_are_validated():
         svbmc.SVBMCOptions(exact_fit_lengthscale_factors=())
     with pytest.raises(ValueError, match="`exact_fit_lengthscale_factors`"):
         svbmc.SVBMCOptions(exact_fit_lengthscale_factors=(1.0, -0.5))
+
+
+def test_quadratic_scale_cap_is_validated():
+    with pytest.raises(ValueError, match="`quadratic_scale_cap`"):
+        svbmc.SVBMCOptions(quadratic_scale_cap=0.0)
+
+
+@pytest.mark.parametrize("cap", [1.0, 1e6])
+def test_the_quadratic_mean_scale_stays_below_its_cap(cap):
+    """On data that do not depend on x₂ the subset MAP flattens the quadratic along x₂
+    (ω₂ runs off with no cap); the `Interval` parameter keeps ω_d < cap·width_d."""
+    X = jax.random.uniform(jax.random.key(1), (80, 2), minval=-3.0, maxval=3.0)
+    y = -0.5 * X[:, 0] ** 2
+    data = (X, y, jnp.full((80,), 1e-3), jnp.ones((80,), bool))
+    width = jnp.asarray([6.0, 6.0])
+    start = initial_surrogate(jnp.zeros(2), width, jnp.asarray(0.0), jnp.asarray(2.0), jnp.asarray(20.0), cap)
+    fit = fit_exact(start, *data, max_steps=200, lengthscale_factors=(1.0,))
+    scale = np.asarray(fit.mean.scale.value)
+    assert math.isfinite(objective(fit, data))
+    if cap == 1.0:
+        assert np.all(scale < cap * np.asarray(width))
+        assert scale[1] > 0.5 * width[1]  # pressed against the cap: the data want a flat x₂
+    else:
+        assert scale[1] > 2.0 * width[1]  # without a binding cap ω₂ runs past the width (27.8 measured)

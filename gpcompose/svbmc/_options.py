@@ -35,6 +35,8 @@ class SVBMCOptions(eqx.Module):
     # [ours] subset MAP restarts: the start's lengthscales times each factor, best kept
     exact_fit_lengthscale_factors: tuple[float, ...] = eqx.field(static=True, default=(1.0, 0.5, 0.25))
     sparse_fit_steps: int = eqx.field(static=True, default=50)  # [ours] BFGS steps, SGPR MAP
+    # [ours] the quadratic mean's ω_d < this · width_d of the high points' box (`initial_surrogate`)
+    quadratic_scale_cap: float = eqx.field(static=True, default=1.0)
     # [ours] refit guard (`without_spurious_peak`): ceiling y_max + this·D, checked at the
     # training inputs and at `peak_check_samples` draws of the current mixture
     peak_tolerance_per_dimension: float = eqx.field(static=True, default=1.0)
@@ -65,6 +67,8 @@ class SVBMCOptions(eqx.Module):
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
+        if not self.quadratic_scale_cap > 0:
+            raise ValueError(f"`quadratic_scale_cap` must be positive, got {self.quadratic_scale_cap}.")
         factors = self.exact_fit_lengthscale_factors
         if len(factors) == 0 or not all(factor > 0 for factor in factors):
             raise ValueError(f"`exact_fit_lengthscale_factors` must be non-empty and positive, got {factors}.")

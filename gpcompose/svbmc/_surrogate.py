@@ -14,7 +14,7 @@ from .._maximise import maximise
 from .._observations import input_span
 from ..kernels import SquaredExponential
 from ..means import NegativeQuadratic
-from ..parameters import Positive, Real, log_prior
+from ..parameters import Interval, Positive, Real, log_prior
 from ..priors import LogScale, Normal, StudentT
 
 
@@ -51,6 +51,7 @@ def initial_surrogate(
     y_max: Float[Array, ""],
     y_scale: Float[Array, ""],
     threshold: Float[Array, ""],
+    scale_cap: float = 1.0,
 ) -> Surrogate:
     """Starting hyperparameters and hyperprior (VBMC-style, Acerbi 2020 Supp. B.1):
 
@@ -58,7 +59,15 @@ def initial_surrogate(
     - log σ_f² ~ Student-t(3, 2 log max(y_scale, 1), 2 log 10) [ours: broad];
     - m₀ ~ N(y_max, (2 y_scale + 1)²), μ ~ N(centre, width²) [ours];
     - log ω_d ~ Student-t(3, log ω̂_d, log 10), ω̂ = width/(2√(2θ)) — the scale of a
-      Gaussian whose log density drops by θ over half the box [ours].
+      Gaussian whose log density drops by θ over half the box — truncated to
+      0 < ω_d < `scale_cap`·width_d (an `Interval` parameter) [ours].
+
+    Why the bound: without it the subset MAP can flatten the quadratic in some
+    coordinates (timing, initial set 0: ω ≈ 170 in two coordinates whose box width is
+    0.6 and 1.0, with σ_f² ≈ 5400 and m₀ 25 below y_max); the prior mean then no longer
+    falls off away from the data in those coordinates, and the initial mixture sat where
+    the surrogate has no data: ELBO 2.2 above log Z with a Bayesian-quadrature sd of 18.5.
+    The bound keeps the mean falling by at least ½·(distance/(cap·width))² away from μ.
     """
     dimension = center.shape[0]
     dtype = center.dtype
@@ -68,7 +77,8 @@ def initial_surrogate(
 
     lengthscale = math.sqrt(dimension / 6.0) * width
     output_variance = jnp.maximum(y_scale, 1.0) ** 2
-    quadratic_scale = width / (2.0 * jnp.sqrt(2.0 * threshold))
+    scale_bound = scale_cap * width
+    quadratic_scale = jnp.minimum(width / (2.0 * jnp.sqrt(2.0 * threshold)), 0.5 * scale_bound)
     degrees = constant(3.0)
     kernel = SquaredExponential(
         lengthscale=Positive(
@@ -82,8 +92,10 @@ def initial_surrogate(
     mean = NegativeQuadratic(
         maximum=Real(y_max, prior=Normal(y_max, 2.0 * y_scale + 1.0)),
         location=Real(center, prior=Normal(center, width)),
-        scale=Positive(
-            quadratic_scale, prior=LogScale(StudentT(degrees, jnp.log(quadratic_scale), constant(math.log(10))))
+        scale=Interval(
+            quadratic_scale,
+            upper=scale_bound,
+            prior=LogScale(StudentT(degrees, jnp.log(quadratic_scale), constant(math.log(10)))),
         ),
     )
     return Surrogate(kernel, mean)

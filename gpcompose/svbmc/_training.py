@@ -150,7 +150,10 @@ def retrain(
     subset, subset_mask = stratified_kmeans_subset(
         subset_key, inputs, log_densities, keep, size=subset_size, num_strata=options.num_strata
     )
-    start = initial_surrogate(centre, width, y_max, y_scale, threshold) if previous is None else previous[0]
+    if previous is None:
+        start = initial_surrogate(centre, width, y_max, y_scale, threshold, options.quadratic_scale_cap)
+    else:
+        start = previous[0]
     exact = fit_exact(
         start,
         inputs[subset],
