@@ -1,6 +1,7 @@
 """One SVBMC retraining: trim, shape the noise, fit the hyperparameters, select inducing
 points, condition the sparse GP and (re-)optimise the variational mixture (§3 step 7)."""
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -10,7 +11,7 @@ from jaxtyping import Array, Bool, Float
 from .. import sparse
 from .._observations import input_span
 from ..mixtures import VBMCMixture
-from ..quadrature import elbo
+from ..quadrature import elbo, maximise_elbo
 from ..sparse import select_inducing_points
 from ._noise_shaping import shaping_variance, total_noise_variance
 from ._options import SVBMCOptions
@@ -25,7 +26,7 @@ from ._surrogate import (
     sparse_objective,
 )
 from ._trimming import trim_mask
-from ._variational import build_up, elbo_ascent, grow, initial_mixture
+from ._variational import build_up, grow, initial_mixture
 
 
 def training_rows(state_like, options: SVBMCOptions) -> tuple[Bool[Array, " C"], Float[Array, " C"]]:
@@ -213,8 +214,9 @@ def retrain(
     peak_draws_key = jax.random.fold_in(key, 2)
     compare_key = jax.random.fold_in(key, 3)
 
-    def ascent(posterior, num_steps):
-        return elbo_ascent(
+    def ascent(posterior, num_steps):  # (mixture, key) ↦ the mixture after `num_steps` Adam steps
+        return functools.partial(
+            maximise_elbo,
             posterior,
             width=width,
             num_steps=num_steps,

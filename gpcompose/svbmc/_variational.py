@@ -1,5 +1,6 @@
-"""The SVBMC variational posterior: initialisation, ELBO maximisation by Adam, and the
-build-up that adds components until the ELBO stops improving (SVBMC §3.3, §A.5)."""
+"""The SVBMC variational posterior: initialisation, the growth stage (add components,
+optimise, keep if the ELBO rises) and the build-up that repeats it until the ELBO stops
+changing (SVBMC §3.3, §A.5)."""
 
 from collections.abc import Callable
 
@@ -9,8 +10,6 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .._linalg import cholesky
 from ..mixtures import VBMCMixture
-from ..quadrature import maximise_elbo
-from ..sparse import SparsePosterior
 
 
 def initial_mixture(
@@ -84,32 +83,6 @@ def stage_sizes(max_components: int) -> list[int]:
         sizes.append(added)
         total += added
     return sizes
-
-
-def elbo_ascent(
-    posterior: SparsePosterior,
-    *,
-    width: Float[Array, " D"],
-    num_steps: int,
-    learning_rate: float,
-    num_entropy_samples: int,
-    bounds: tuple[Float[Array, " D"], Float[Array, " D"]],
-) -> Callable[[VBMCMixture, PRNGKeyArray], VBMCMixture]:
-    """`(mixture, key) ↦ maximise_elbo(posterior, mixture, key, …)` with these settings."""
-
-    def optimise(mixture: VBMCMixture, key: PRNGKeyArray) -> VBMCMixture:
-        return maximise_elbo(
-            posterior,
-            mixture,
-            key,
-            width=width,
-            num_steps=num_steps,
-            learning_rate=learning_rate,
-            num_entropy_samples=num_entropy_samples,
-            bounds=bounds,
-        )
-
-    return optimise
 
 
 def grow(
