@@ -26,7 +26,7 @@ from ._surrogate import (
     sparse_objective,
 )
 from ._trimming import trim_mask
-from ._variational import build_up, grow, initial_mixture
+from ._variational import Growth, build_up, grow, initial_mixture
 
 
 def training_rows(state_like, options: SVBMCOptions) -> tuple[Bool[Array, " C"], Float[Array, " C"]]:
@@ -228,29 +228,22 @@ def retrain(
     def score(posterior):
         return lambda mixture: elbo(posterior, mixture, compare_key, options.final_entropy_samples)[0]
 
-    def growth_sites(posterior):
-        """Where components are added: the training inputs whose surrogate mean is
-        within D + 2 of the highest (the candidates of `initial_mixture`)."""
+    def growth(posterior, num_steps) -> Growth:
+        """Components are added at the training inputs whose surrogate mean is within
+        D + 2 of the highest (the candidates of `initial_mixture`)."""
         surrogate_mean, _ = sparse.predict(posterior, inputs)
         top = jnp.max(jnp.where(keep, surrogate_mean, -jnp.inf))
-        return surrogate_mean, keep & (surrogate_mean >= top - (dimension + 2.0))
+        eligible = keep & (surrogate_mean >= top - (dimension + 2.0))
+        return Growth(inputs, surrogate_mean, eligible, ascent(posterior, num_steps), score(posterior))
 
     if previous is None:
 
         def build(posterior):
-            surrogate_mean, eligible = growth_sites(posterior)
-            return build_up(
-                initial_mixture(
-                    inputs, surrogate_mean, keep, dimension + 2.0, options.max_components, options.rotated_mixture
-                ),
-                mixture_key,
-                inputs,
-                surrogate_mean,
-                eligible,
-                optimise=ascent(posterior, options.buildup_steps),
-                score=score(posterior),
-                tolerance=options.buildup_tolerance,
+            sites = growth(posterior, options.buildup_steps)
+            start = initial_mixture(
+                inputs, sites.log_density, keep, dimension + 2.0, options.max_components, options.rotated_mixture
             )
+            return build_up(start, mixture_key, sites, tolerance=options.buildup_tolerance)
 
         def with_subset_hyperparameters():
             steady = condition(selected)
@@ -267,25 +260,13 @@ def retrain(
         # the warm-started mixture is re-optimised, then one growth stage is tried while
         # K < K_max [ours; the document leaves the K policy of the loop open]: a build-up
         # that stopped early on the initial surrogate (K = 1–3 on timing) can grow later
-        optimise = ascent(posterior, options.round_steps)
+        sites = growth(posterior, options.round_steps)
         optimise_key, growth_key = jax.random.split(mixture_key)
-        mixture = optimise(previous[2], optimise_key)
+        mixture = sites.optimise(previous[2], optimise_key)
 
         def grow_once(mixture):
-            surrogate_mean, eligible = growth_sites(posterior)
             count = jnp.sum(mixture.mask.astype(jnp.int32))  # double K (capped by the free slots)
-            mixture_score = score(posterior)(mixture)
-            kept, _, _ = grow(
-                mixture,
-                mixture_score,
-                count,
-                growth_key,
-                inputs,
-                surrogate_mean,
-                eligible,
-                optimise=optimise,
-                score=score(posterior),
-            )
+            kept, _, _ = grow(mixture, sites.score(mixture), count, growth_key, sites)
             return kept
 
         mixture = jax.lax.cond(jnp.all(mixture.mask), lambda m: m, grow_once, mixture)

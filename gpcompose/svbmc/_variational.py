@@ -3,6 +3,7 @@ optimise, keep if the ELBO rises) and the build-up that repeats it until the ELB
 changing (SVBMC §3.3, §A.5)."""
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -85,39 +86,33 @@ def stage_sizes(max_components: int) -> list[int]:
     return sizes
 
 
+class Growth(NamedTuple):
+    """What a growth stage needs: the sites where components are added (training inputs
+    `X`, the surrogate's `log_density` there, the `eligible` rows), `optimise(mixture,
+    key)` (Adam on the ELBO) and `score(mixture)` (the ELBO, with common random numbers)."""
+
+    X: Float[Array, "C D"]
+    log_density: Float[Array, " C"]
+    eligible: Bool[Array, " C"]
+    optimise: Callable[[VBMCMixture, PRNGKeyArray], VBMCMixture]
+    score: Callable[[VBMCMixture], Float[Array, ""]]
+
+
 def grow(
-    mixture: VBMCMixture,
-    mixture_score: Float[Array, ""],
-    count: Array,
-    key: PRNGKeyArray,
-    X: Float[Array, "C D"],
-    log_density: Float[Array, " C"],
-    eligible: Bool[Array, " C"],
-    *,
-    optimise: Callable[[VBMCMixture, PRNGKeyArray], VBMCMixture],
-    score: Callable[[VBMCMixture], Float[Array, ""]],
+    mixture: VBMCMixture, mixture_score: Float[Array, ""], count: Array, key: PRNGKeyArray, growth: Growth
 ) -> tuple[VBMCMixture, Float[Array, ""], Float[Array, ""]]:
     """One growth stage: add `count` components (`add_components`), optimise, and keep
-    the grown mixture if its `score` (the ELBO, with common random numbers) beats
-    `mixture_score`. Returns (kept mixture, its score, the grown mixture's gain)."""
-    grown = optimise(add_components(mixture, count, X, log_density, eligible), key)
-    grown_score = score(grown)
+    the grown mixture if its score beats `mixture_score`. Returns (kept mixture, its
+    score, the grown mixture's gain)."""
+    added = add_components(mixture, count, growth.X, growth.log_density, growth.eligible)
+    grown = growth.optimise(added, key)
+    grown_score = growth.score(grown)
     accept = grown_score > mixture_score
     kept = jax.tree_util.tree_map(lambda new, old: jnp.where(accept, new, old), grown, mixture)
     return kept, jnp.maximum(grown_score, mixture_score), grown_score - mixture_score
 
 
-def build_up(
-    mixture: VBMCMixture,
-    key: PRNGKeyArray,
-    X: Float[Array, "C D"],
-    log_density: Float[Array, " C"],
-    eligible: Bool[Array, " C"],
-    *,
-    optimise: Callable[[VBMCMixture, PRNGKeyArray], VBMCMixture],
-    score: Callable[[VBMCMixture], Float[Array, ""]],
-    tolerance: float,
-) -> VBMCMixture:
+def build_up(mixture: VBMCMixture, key: PRNGKeyArray, growth: Growth, *, tolerance: float) -> VBMCMixture:
     """Grow and optimise the mixture until a stage changes the ELBO by less than
     `tolerance` or K = K_max (SVBMC §3.3: "until the change in KL falls below a
     threshold"; ΔKL = −ΔELBO for a fixed target). Stage j adds 2^j components (K doubles
@@ -129,7 +124,7 @@ def build_up(
     section). A change within ±`tolerance` stops the build-up whatever its sign, so that
     rounding cannot decide whether it goes on."""
     optimise_key, stages_key = jax.random.split(key)
-    mixture = optimise(mixture, optimise_key)
+    mixture = growth.optimise(mixture, optimise_key)
     sizes = jnp.asarray(stage_sizes(mixture.num_components), jnp.int32)
 
     def stage(carry, inputs):
@@ -137,9 +132,7 @@ def build_up(
         count, stage_key = inputs
 
         def grow_stage(current):
-            return grow(
-                current, current_score, count, stage_key, X, log_density, eligible, optimise=optimise, score=score
-            )
+            return grow(current, current_score, count, stage_key, growth)
 
         current, current_score, gain = jax.lax.cond(
             done, lambda m: (m, current_score, jnp.zeros_like(current_score)), grow_stage, current
@@ -149,5 +142,5 @@ def build_up(
     if sizes.shape[0] == 0:
         return mixture
     stage_keys = jax.random.split(stages_key, sizes.shape[0])
-    (mixture, _, _), _ = jax.lax.scan(stage, (mixture, score(mixture), jnp.asarray(False)), (sizes, stage_keys))
+    (mixture, _, _), _ = jax.lax.scan(stage, (mixture, growth.score(mixture), jnp.asarray(False)), (sizes, stage_keys))
     return mixture
