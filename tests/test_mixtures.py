@@ -335,6 +335,37 @@ def test_add_component_fills_a_pruned_slot():
     np.testing.assert_allclose(summary(added)["weights"], [0.3125, 0.1875, 0.5], rtol=1e-13)
 
 
+def test_add_component_if_room_adds_or_keeps_and_runs_in_a_vmapped_cond():
+    """Batch member 0 has a free slot, member 1 is full. Under vmap a lax.cond with a batched
+    predicate runs both branches for every member, so a checked add_component would raise
+    for member 1 (it did in the 20-seed GPU run of SVBMC); add_component_if_room must add
+    for member 0 and leave member 1 exactly as it was."""
+    free = mixtures.VBMCMixture(
+        jnp.log(jnp.array([0.5, 0.5, 1.0])),
+        jnp.array([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]),
+        jnp.zeros(3),
+        jnp.zeros(2),
+        jnp.array([True, True, False]),
+    )
+    full = eqx.tree_at(lambda m: m.mask, free, jnp.array([True, True, True]))
+    batch = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), free, full)
+
+    @eqx.filter_jit
+    @eqx.filter_vmap
+    def add_where_wanted(mixture, wanted):
+        return jax.lax.cond(
+            wanted, lambda m: m.add_component_if_room(0.5, jnp.array([3.0, -3.0]), 2.0), lambda m: m, mixture
+        )
+
+    added = add_where_wanted(batch, jnp.array([True, True]))
+    np.testing.assert_array_equal(added.mask, [[True, True, True], [True, True, True]])
+    np.testing.assert_allclose(added.weights[0], [0.25, 0.25, 0.5], rtol=1e-14)
+    np.testing.assert_allclose(added.means[0, 2], [3.0, -3.0])
+    np.testing.assert_allclose(added.log_sigma[0, 2], np.log(2.0), rtol=1e-14)
+    for new, old in zip(jax.tree_util.tree_leaves(added), jax.tree_util.tree_leaves(full)):
+        np.testing.assert_array_equal(new[1], old)
+
+
 def test_prune_deactivates_light_components_and_renormalises():
     mixture = mixtures.GaussianMixture.from_moments(WEIGHTS, MEANS, VARIANCES)
     pruned = prune(mixture, 0.25)

@@ -1,4 +1,5 @@
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
@@ -72,8 +73,23 @@ class VBMCMixture(AbstractGaussianMixture):
     def add_component(
         self, weight: Float[ArrayLike, ""], mean: Float[ArrayLike, " D"], sigma: Float[ArrayLike, ""]
     ) -> "VBMCMixture":
-        """Put a component N(mean, σ² S Sᵀ) of weight `weight` in the first free slot."""
+        """Put a component N(mean, σ² S Sᵀ) of weight `weight` in the first free slot.
+
+        Raises at run time if no slot is free."""
         slot = eqx.error_if(first_free_slot(self.mask), jnp.all(self.mask), "No free component slot in the mixture.")
+        return self._with_component_at(slot, weight, mean, sigma)
+
+    def add_component_if_room(
+        self, weight: Float[ArrayLike, ""], mean: Float[ArrayLike, " D"], sigma: Float[ArrayLike, ""]
+    ) -> "VBMCMixture":
+        """`add_component` where a slot is free, else the mixture unchanged. It has no run-time
+        check, so it can sit in a branch of `lax.cond` under `vmap`, where both branches run for
+        every batch member (a check in the untaken branch would raise)."""
+        added = self._with_component_at(first_free_slot(self.mask), weight, mean, sigma)
+        has_room = ~jnp.all(self.mask)
+        return jax.tree_util.tree_map(lambda new, old: jnp.where(has_room, new, old), added, self)
+
+    def _with_component_at(self, slot, weight, mean, sigma) -> "VBMCMixture":
         logits = logits_after_adding(self.weights, slot, jnp.asarray(weight, self.means.dtype))
         return eqx.tree_at(
             lambda mixture: (mixture.logits, mixture.means, mixture.log_sigma, mixture.mask),

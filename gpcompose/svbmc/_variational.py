@@ -70,8 +70,9 @@ def add_components(
         active = current.mask.astype(X.dtype)
         sigma = jnp.exp(active @ current.log_sigma / jnp.sum(active))
         weight = 1.0 / (jnp.sum(active) + 1.0)
-        has_room = ~jnp.all(current.mask) & jnp.isfinite(gap[best])
-        return jax.lax.cond(has_room, lambda m: m.add_component(weight, X[best], sigma), lambda m: m, current)
+        return jax.lax.cond(
+            jnp.isfinite(gap[best]), lambda m: m.add_component_if_room(weight, X[best], sigma), lambda m: m, current
+        )
 
     return jax.lax.fori_loop(0, count, add_one, mixture)
 
