@@ -90,6 +90,8 @@ class VBMCMixture(AbstractGaussianMixture):
         return jax.tree_util.tree_map(lambda new, old: jnp.where(has_room, new, old), added, self)
 
     def _with_component_at(self, slot, weight, mean, sigma) -> "VBMCMixture":
+        """The mixture with N(mean, σ² S Sᵀ) of weight `weight` at `slot` and the other weights
+        scaled by 1 − weight; `slot` is assumed free (the callers check or select)."""
         logits = logits_after_adding(self.weights, slot, jnp.asarray(weight, self.means.dtype))
         return eqx.tree_at(
             lambda mixture: (mixture.logits, mixture.means, mixture.log_sigma, mixture.mask),
