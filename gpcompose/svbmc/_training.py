@@ -260,11 +260,11 @@ def retrain(
         # the warm-started mixture is re-optimised, then one growth stage is tried while
         # K < K_max [ours; the document leaves the K policy of the loop open]: a build-up
         # that stopped early on the initial surrogate (K = 1–3 on timing) can grow later
-        sites = growth(posterior, options.round_steps)
         optimise_key, growth_key = jax.random.split(mixture_key)
-        mixture = sites.optimise(previous[2], optimise_key)
+        mixture = ascent(posterior, options.round_steps)(previous[2], optimise_key)
 
-        def grow_once(mixture):
+        def grow_once(mixture):  # the sites' surrogate mean is computed only when K < K_max
+            sites = growth(posterior, options.round_steps)
             count = jnp.sum(mixture.mask.astype(jnp.int32))  # double K (capped by the free slots)
             kept, _, _ = grow(mixture, sites.score(mixture), count, growth_key, sites)
             return kept
