@@ -271,14 +271,15 @@ def make_problem(name, data_dir=HERE.parent.parent / "shared" / "data"):
 
 def run_settings(args):
     """SVBMC options and metric sample count; `--quick` shrinks the run (and `args`) to a smoke test;
-    `--rotated-mixture` uses the rotated family instead of the document's axis-aligned one, and
-    `--max-inducing M` raises the cap on inducing points above the document's 300 + 2√N_f."""
-    rotated = args.rotated_mixture
+    `--rotated-mixture` uses the rotated family instead of the document's axis-aligned one,
+    `--max-inducing M` raises the cap on inducing points above the document's 300 + 2√N_f, and
+    `--no-whitening` turns the whitening of the inference space off."""
+    shared = dict(rotated_mixture=args.rotated_mixture, whitening=not args.no_whitening)
     if not args.quick:
-        return svbmc.SVBMCOptions(rotated_mixture=rotated, max_inducing=args.max_inducing), 20_000
+        return svbmc.SVBMCOptions(max_inducing=args.max_inducing, **shared), 20_000
     args.seeds, args.budget, args.batch_size = 1, 4, 2
     options = svbmc.SVBMCOptions(
-        max_components=4, buildup_steps=50, round_steps=20, min_inducing=50, max_inducing=80, rotated_mixture=rotated
+        max_components=4, buildup_steps=50, round_steps=20, min_inducing=50, max_inducing=80, **shared
     )
     return options, 2000
 
@@ -526,6 +527,7 @@ def main():
     parser.add_argument(
         "--rotated-mixture", action="store_true", help="rotated mixture (default: the document's axis-aligned one)"
     )
+    parser.add_argument("--no-whitening", action="store_true", help="no whitening of the inference space")
     parser.add_argument(
         "--max-inducing", type=int, default=None, help="cap on inducing points (default: the document's 300 + 2√N_f)"
     )

@@ -366,6 +366,24 @@ def test_add_component_if_room_adds_or_keeps_and_runs_in_a_vmapped_cond():
         np.testing.assert_array_equal(new[1], old)
 
 
+@pytest.mark.parametrize("family", ["vbmc_mixture", "rotated_vbmc_mixture"])
+def test_affine_image_is_the_law_of_the_mapped_points(getkey, family):
+    """Image of q under x ↦ m + L x: log density log q(x) − log|det L| at m + L x,
+    components N(m + L μ_k, L Σ_k Lᵀ), and it is in the rotated family."""
+    mixture, (weights, means, covariances) = make_mixture(family)
+    shift = np.array([0.3, -2.0])
+    factor = np.array([[1.5, 0.0], [-0.9, 0.4]])
+    image = eqx.filter_jit(lambda q: q.affine_image(shift, factor))(mixture)
+    assert image.lambda_offdiagonal is not None
+    x = jax.random.normal(getkey(), (50, 2))
+    np.testing.assert_allclose(
+        log_prob(image, shift[None] + x @ factor.T), log_prob(mixture, x) - np.log(1.5 * 0.4), rtol=1e-12, atol=1e-12
+    )
+    reference = (weights, shift + means @ factor.T, factor[None] @ covariances @ factor.T[None])
+    points = 3.0 * np.asarray(jax.random.normal(getkey(), (50, 2)))
+    np.testing.assert_allclose(np.exp(log_prob(image, points)), mixture_density(reference, points), rtol=1e-10)
+
+
 def test_prune_deactivates_light_components_and_renormalises():
     mixture = mixtures.GaussianMixture.from_moments(WEIGHTS, MEANS, VARIANCES)
     pruned = prune(mixture, 0.25)

@@ -36,6 +36,35 @@ def test_round_trips(kind, getkey):
     np.testing.assert_allclose(from_unbounded(transform, to_unbounded(transform, x)), x, rtol=1e-12, atol=1e-13)
 
 
+def whitened_transform():
+    """Bounded coordinates of every kind, then w = L⁻¹(u − m) with a dense lower-triangular L."""
+    factor = np.tril(np.array([[1.2, 0, 0, 0], [0.5, 0.7, 0, 0], [-0.3, 0.2, 2.0, 0], [0.1, -0.8, 0.4, 0.5]]))
+    shift = np.array([0.2, 1.0, -0.5, 3.0])
+    return transforms.WhitenedTransform(
+        transforms.BoundedTransform(LOWER, UPPER), jnp.asarray(shift), jnp.asarray(factor)
+    )
+
+
+def test_whitened_transform_round_trip_and_log_jacobian_match_autodiff(getkey):
+    transform = whitened_transform()
+    w = jnp.clip(jax.random.normal(getkey(), (200, 4)), -3.0, 3.0)
+    np.testing.assert_allclose(to_unbounded(transform, from_unbounded(transform, w)), w, atol=1e-9)
+    jacobian = eqx.filter_jit(lambda transform, w: jax.vmap(jax.jacfwd(transform.from_unbounded))(w))
+    expected = np.linalg.slogdet(np.asarray(jacobian(transform, w)))[1]
+    np.testing.assert_allclose(log_abs_det_jacobian(transform, w), expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(transform.unwhiten(transform.whiten(w)), w, atol=1e-12)
+
+
+def test_identity_whitening_is_the_bounded_transform(getkey):
+    bounded = transforms.BoundedTransform(LOWER, UPPER)
+    identity = transforms.WhitenedTransform.identity(bounded)
+    u = jax.random.normal(getkey(), (100, 4))
+    np.testing.assert_array_equal(from_unbounded(identity, u), from_unbounded(bounded, u))
+    np.testing.assert_array_equal(log_abs_det_jacobian(identity, u), log_abs_det_jacobian(bounded, u))
+    with pytest.raises(ValueError, match="`shift` must have shape"):
+        transforms.WhitenedTransform(bounded, jnp.zeros(3), jnp.eye(4))
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_closed_forms(kind, getkey):
     transform = transforms.BoundedTransform(LOWER, UPPER, kind=kind)

@@ -103,3 +103,24 @@ class VBMCMixture(AbstractGaussianMixture):
                 self.mask.at[slot].set(True),
             ),
         )
+
+    def affine_image(self, shift: Float[ArrayLike, " D"], factor: Float[ArrayLike, "D D"]) -> "VBMCMixture":
+        """The law of m + L x for x ~ q, with `shift` m and a lower-triangular `factor` L
+        with positive diagonal: components N(m + L μ_k, σ_k² (L S)(L S)ᵀ). L S is lower
+        triangular with diagonal L_dd λ_d, so the image is in the rotated family
+        (`lambda_offdiagonal` set) with λ' = diag(L S) and B' = diag(λ')⁻¹ L S − I."""
+        shift = jnp.asarray(shift, self.means.dtype)
+        factor = jnp.asarray(factor, self.means.dtype)
+        scale = self.scale_matrix
+        image_scale = factor * scale[None, :] if scale.ndim == 1 else factor @ scale
+        image_lambda = jnp.diag(image_scale)
+        rows, columns = jnp.tril_indices(self.dimension, -1)
+        offdiagonal = (image_scale / image_lambda[:, None])[rows, columns]
+        return VBMCMixture(
+            logits=self.logits,
+            means=shift[None, :] + self.means @ factor.T,
+            log_sigma=self.log_sigma,
+            log_lambda=jnp.log(image_lambda),
+            mask=self.mask,
+            lambda_offdiagonal=offdiagonal,
+        )

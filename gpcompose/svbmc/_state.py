@@ -4,17 +4,17 @@ from jaxtyping import Array, Bool, Float, Int, UInt32
 from .._buffer_state import AbstractBufferState
 from ..mixtures import VBMCMixture
 from ..sparse import SparsePosterior
-from ..transforms import BoundedTransform
+from ..transforms import WhitenedTransform
 from ._options import SVBMCOptions
 
 
 class SVBMCState(AbstractBufferState):
     """Everything an SVBMC run carries between `ask`/`tell` calls, in fixed-capacity buffers.
 
-    The buffers hold `capacity = N₀ + budget` rows in the unbounded inference space:
-    the initial evaluations first, then one row per told evaluation, failed ones
-    included (`succeeded` False), so no evaluation is ever lost. `log_densities` are
-    log p(x(u)) + log|dx/du| in that space.
+    The buffers hold `capacity = N₀ + budget` rows in the inference space w (unbounded,
+    whitened once `transform` holds a whitening): the initial evaluations first, then one
+    row per told evaluation, failed ones included (`succeeded` False), so no evaluation is
+    ever lost. `log_densities` are log p(x(w)) + log|dx/dw| in that space.
     """
 
     inputs: Float[Array, "C D"]
@@ -31,7 +31,7 @@ class SVBMCState(AbstractBufferState):
     elbo_sd: Float[Array, ""]
     centre: Float[Array, " D"]
     width: Float[Array, " D"]
-    transform: BoundedTransform
+    transform: WhitenedTransform
     key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
     options: SVBMCOptions = eqx.field(static=True)
     noisy: bool = eqx.field(static=True)

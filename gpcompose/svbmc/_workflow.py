@@ -19,21 +19,24 @@ from ..acquisition import (
     log_prospective_uncertainty,
     maximise_multistart,
 )
-from ..transforms import BoundedTransform, TransformedMixture
+from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
 from ._options import SVBMCOptions
 from ._state import SVBMCState
 from ._surrogate import Surrogate
 from ._training import new_point_noise, retrain, training_rows
+from ._whitening import refit_whitened
 
 
 class SVBMCResult(eqx.Module):
     """Outcome of an SVBMC run.
 
-    - `posterior`: the variational posterior in the original space — the `VBMCMixture`
-      itself when no coordinate is bounded, else its push-forward `TransformedMixture`;
-      both have `.sample(key, n)` and `.log_prob(x)`.
+    - `posterior`: the variational posterior in the original space — a `VBMCMixture`
+      when no coordinate is bounded (with whitening on, the image of the fitted mixture
+      under w ↦ m + L w, in the rotated family), else its push-forward
+      `TransformedMixture`; both have `.sample(key, n)` and `.log_prob(x)`.
     - `elbo`, `elbo_sd`: the ELBO (estimate of log Z) and its Bayesian-quadrature sd.
-    - `surrogate`: the final sparse GP (unbounded space).
+    - `surrogate`: the final sparse GP (in the inference space: unbounded, and whitened
+      when `transform` holds a whitening); `transform`: x ↦ that space.
     - `X`, `y`: every successful evaluation (initial and new) in the original space;
       `num_failed`: evaluations of the active phase that failed (NaN, ±inf or raised).
     """
@@ -42,6 +45,7 @@ class SVBMCResult(eqx.Module):
     elbo: Float[Array, ""]
     elbo_sd: Float[Array, ""]
     surrogate: sparse.SparsePosterior
+    transform: WhitenedTransform
     X: Float[Array, "N D"]
     y: Float[Array, " N"]
     num_failed: int = eqx.field(static=True)
@@ -157,8 +161,9 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
     num_initial, dimension = X.shape
     capacity = num_initial + options.budget
     X = jnp.asarray(X)
-    inputs = transform.to_unbounded(X)
-    log_densities = jnp.asarray(y) + transform.log_abs_det_jacobian(inputs)
+    space = WhitenedTransform.identity(transform)
+    inputs = space.to_unbounded(X)
+    log_densities = jnp.asarray(y) + space.log_abs_det_jacobian(inputs)
     observation_variance = jnp.asarray(observation_variance)
     # rows `init` could not drop (X, y traced) are kept but masked out, as failed evaluations
     # are; so are rows within rounding of a bound, which the probit map sends to ±inf
@@ -182,7 +187,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
     run_key, train_key = jax.random.split(key)
-    posterior, mixture, elbo, elbo_sd, centre, width = retrain(
+    fit = retrain(
         inputs,
         log_densities,
         observation_variance,
@@ -192,6 +197,19 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         num_initial=num_initial,
         previous=None,
     )
+    if options.whitening:
+        space, inputs, log_densities, fit = refit_whitened(
+            space,
+            inputs,
+            log_densities,
+            observation_variance,
+            succeeded,
+            fit,
+            jax.random.fold_in(train_key, 1),
+            options,
+            num_initial=num_initial,
+        )
+    posterior, mixture, elbo, elbo_sd, centre, width = fit
     return SVBMCState(
         inputs=inputs,
         log_densities=log_densities,
@@ -207,7 +225,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         elbo_sd=elbo_sd,
         centre=centre,
         width=width,
-        transform=transform,
+        transform=space,
         key_data=jax.random.key_data(run_key),
         options=options,
         noisy=noisy,
@@ -237,22 +255,31 @@ def _acquisition(
 
 
 def _ask_unbounded(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
+    """The acquisition's maximiser in u, the unbounded space before whitening, where the
+    bounds are a box: the acquisition of w = L⁻¹(u − m) is searched from mixture samples
+    and the best training points, mapped to u."""
     options = state.options
+    space = state.transform
     candidate_key, reference_key = jax.random.split(key)
     keep, _ = training_rows((state.inputs, state.log_densities, state.observation_variance, state.succeeded), options)
-    objective = _acquisition(state, keep, reference_key)
+    acquisition = _acquisition(state, keep, reference_key)
+
+    def objective(u):
+        return acquisition(space.whiten(u))
+
     num_top = min(options.num_search_starts, state.capacity)
     top_values, top_rows = jax.lax.top_k(jnp.where(keep, state.log_densities, -jnp.inf), num_top)
     # the search stays where x(u) is strictly inside the bounds: beyond, x rounds onto a bound
     # and the evaluation would be lost (timing: 32 of 200 before)
-    u_min, u_max = state.transform.unbounded_limits()
-    samples = jnp.clip(state.mixture.sample(candidate_key, options.num_candidates), u_min[None], u_max[None])
-    top_inputs = jnp.where(jnp.isfinite(top_values)[:, None], state.inputs[top_rows], samples[:num_top])
+    u_min, u_max = space.bounded.unbounded_limits()
+    samples = space.unwhiten(state.mixture.sample(candidate_key, options.num_candidates))
+    samples = jnp.clip(samples, u_min[None], u_max[None])
+    top_inputs = jnp.where(jnp.isfinite(top_values)[:, None], space.unwhiten(state.inputs[top_rows]), samples[:num_top])
     candidates = jnp.concatenate([samples, top_inputs])
     values = jax.vmap(objective)(candidates)
     values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
     _, start_rows = jax.lax.top_k(values, options.num_search_starts)
-    scale = jnp.sqrt(jnp.diag(state.mixture.covariance()))
+    scale = jnp.sqrt(jnp.diag(space.factor @ state.mixture.covariance() @ space.factor.T))
     search = maximise_multistart(
         objective,
         candidates[start_rows],
@@ -271,7 +298,7 @@ def ask(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     acquisition (a₁ or a₂), found from mixture samples and the best training points by a
     vmapped multi-start Adam search (SVBMC §3.4), strictly inside the bounds
     (`BoundedTransform.unbounded_limits`)."""
-    return state.transform.from_unbounded(_ask_unbounded(state, key))
+    return state.transform.bounded.from_unbounded(_ask_unbounded(state, key))
 
 
 def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
@@ -405,7 +432,9 @@ def result(state: SVBMCState) -> SVBMCResult:
     """The `SVBMCResult` of a (finished or unfinished) run; for one run, not a batch."""
     transform = state.transform
     bounded = bool(np.any(np.isfinite(np.asarray(transform.lower))) or np.any(np.isfinite(np.asarray(transform.upper))))
-    posterior = TransformedMixture(state.mixture, transform) if bounded else state.mixture
+    whitened = state.options.whitening
+    mixture = state.mixture.affine_image(transform.shift, transform.factor) if whitened else state.mixture
+    posterior = TransformedMixture(mixture, transform.bounded) if bounded else mixture
     succeeded = np.asarray(state.succeeded)
     inputs = np.asarray(state.inputs)[succeeded]
     u = jnp.asarray(inputs)
@@ -413,7 +442,7 @@ def result(state: SVBMCState) -> SVBMCResult:
     y = jnp.asarray(np.asarray(state.log_densities)[succeeded]) - transform.log_abs_det_jacobian(u)
     active_phase = np.arange(succeeded.shape[0]) >= int(state.num_initial)
     num_failed = int(np.sum(np.asarray(state.evaluated) & ~succeeded & active_phase))
-    return SVBMCResult(posterior, state.elbo, state.elbo_sd, state.posterior, X, y, num_failed)
+    return SVBMCResult(posterior, state.elbo, state.elbo_sd, state.posterior, transform, X, y, num_failed)
 
 
 def _call_safely(log_density, x, noisy):

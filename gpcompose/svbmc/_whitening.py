@@ -1,0 +1,72 @@
+"""Variational whitening of the SVBMC inference space (VBMC, Acerbi 2020; SVBMC App. A.5
+describes it as background and leaves its use unstated, `notes/svbmc.md` §2.1)."""
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+from jaxtyping import Array, Bool, Float
+
+from ..mixtures import VBMCMixture
+from ..transforms import WhitenedTransform
+from ._options import SVBMCOptions
+from ._training import retrain
+
+
+def whitening_of(mixture: VBMCMixture) -> tuple[Float[Array, " D"], Float[Array, "D D"], Bool[Array, ""]]:
+    """(m, L, ok): the mixture's mean and the Cholesky factor of its covariance (with a
+    jitter of 1e-10 times the mean variance), and whether L is finite."""
+    covariance = mixture.covariance()
+    jitter = 1e-10 * jnp.mean(jnp.diag(covariance))
+    factor = jnp.linalg.cholesky(covariance + jitter * jnp.eye(covariance.shape[0], dtype=covariance.dtype))
+    ok = jnp.all(jnp.isfinite(factor)) & jnp.all(jnp.diag(factor) > 0)
+    return mixture.mean(), factor, ok
+
+
+def refit_whitened(
+    space: WhitenedTransform,
+    inputs: Float[Array, "C D"],
+    log_densities: Float[Array, " C"],
+    observation_variance: Float[Array, " C"],
+    succeeded: Bool[Array, " C"],
+    fit: tuple,
+    key,
+    options: SVBMCOptions,
+    *,
+    num_initial: int,
+):
+    """Refit from scratch in the space whitened by the fitted mixture q and keep whichever
+    fit has the higher ELBO (VBMC's acceptance rule).
+
+    With m, L L^T = E_q[w], Cov_q[w] in the current space w, the new coordinates are
+    w' = L⁻¹(w − m); every point moves there and its log density gains log|det L|, so
+    both ELBOs estimate the same log Z. The composed transform maps x to w' through
+    u = m₀ + L₀ w = (m₀ + L₀ m) + (L₀ L) w'. `fit` is `retrain`'s output in the current
+    space; the refit is `retrain(..., previous=None)` in the new one.
+
+    **Returns:** (space, inputs, log_densities, fit) of the kept fit.
+    """
+    mixture = fit[1]
+    mean, factor, ok = whitening_of(mixture)
+    factor = jnp.where(ok, factor, jnp.eye(factor.shape[0], dtype=factor.dtype))
+    mean = jnp.where(ok, mean, 0.0)
+    new_space = WhitenedTransform(space.bounded, space.unwhiten(mean), space.factor @ factor)
+    whitened = jsl.solve_triangular(factor, (inputs - mean[None]).T, lower=True).T
+    new_inputs = jnp.where(succeeded[:, None], whitened, inputs)  # the other rows are masked out everywhere
+    log_det = jnp.sum(jnp.log(jnp.diag(factor)))
+    new_log_densities = jnp.where(succeeded, log_densities + log_det, log_densities)
+    new_fit = retrain(
+        new_inputs,
+        new_log_densities,
+        observation_variance,
+        succeeded,
+        key,
+        options,
+        num_initial=num_initial,
+        previous=None,
+    )
+    better = ok & jnp.isfinite(new_fit[2]) & (new_fit[2] > fit[2])
+    return jax.tree_util.tree_map(
+        lambda new, old: jnp.where(better, new, old),
+        (new_space, new_inputs, new_log_densities, new_fit),
+        (space, inputs, log_densities, fit),
+    )
