@@ -335,6 +335,7 @@ def outcome_metrics(problem: Problem, result, sample_key, reference_key, num_met
         "gskl": float(gskl(mean, covariance, *problem.reference_moments)),
         "num_components": int(np.sum(np.asarray(getattr(result.posterior, "mixture", result.posterior).mask))),
         "num_failed": result.num_failed,
+        "whitened": not bool(np.allclose(np.asarray(result.transform.factor), np.eye(samples.shape[1]))),
     }
 
 
