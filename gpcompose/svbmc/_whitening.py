@@ -24,9 +24,8 @@ def whitening_of(mixture: VBMCMixture) -> tuple[Float[Array, " D"], Float[Array,
     return mixture.mean(), factor, ok
 
 
-def surrogate_score(posterior: SparsePosterior, inputs, log_densities, observation_variance, succeeded, options):
-    """`sparse_objective` of a fitted sparse GP on its own training rows."""
-    keep, noise = training_rows((inputs, log_densities, observation_variance, succeeded), options)
+def surrogate_score(posterior: SparsePosterior, inputs, log_densities, noise, keep):
+    """`sparse_objective` of a fitted sparse GP on the training rows `keep` with total noise `noise`."""
     surrogate = Surrogate(posterior.kernel, posterior.mean)
     return sparse_objective(
         surrogate, inputs, log_densities, noise, keep, posterior.inducing_inputs, posterior.inducing_mask
@@ -82,8 +81,10 @@ def refit_whitened(
         num_initial=num_initial,
         previous=None,
     )
-    old_score = surrogate_score(fit[0], inputs, log_densities, observation_variance, succeeded, options)
-    new_score = surrogate_score(new_fit[0], new_inputs, new_log_densities, observation_variance, succeeded, options)
+    # one set of training rows and noises serves both: y moved by a constant, which they do not see
+    keep, noise = training_rows((inputs, log_densities, observation_variance, succeeded), options)
+    old_score = surrogate_score(fit[0], inputs, log_densities, noise, keep)
+    new_score = surrogate_score(new_fit[0], new_inputs, new_log_densities, noise, keep)
     better = ok & jnp.isfinite(new_fit[2]) & (new_score > old_score)
     return jax.tree_util.tree_map(
         lambda new, old: jnp.where(better, new, old),
