@@ -22,6 +22,9 @@ variance and lengthscales, the likelihood's scale; Student-t ν = 3 is fixed) af
    standard ELBO, then Adam on the hyperparameters. γ follows GPflow's schedule as the document's code
    used it: γ₀ = 1e-5, ×10^0.1 per step up to 0.1, and ×1e-3 (step rejected) when S⁻¹ stops being
    positive definite.
+4. **GPJax SVGP-Adam** (`_gpjax_svgp.py`, Student-t problems only): GPJax's own
+   `WhitenedVariationalGaussian` and `gpjax.objectives.elbo`, trained like 2. from the same start,
+   Z and the same minibatches; read back into gpcompose's model for the test metrics.
 
 Timing: each method's step is jitted once (compiled and warmed before timing), steps run in chunks
 under one `lax.fori_loop`, the clock stops at `block_until_ready`, and the test metrics are computed
@@ -70,8 +73,14 @@ from gpcompose.likelihoods._base import gaussian_expectation_nodes  # noqa: E402
 from gpcompose.parameters import Fixed, log_prior, partition  # noqa: E402
 from gpcompose.svbmc._subset import lloyd, seed_centres  # noqa: E402
 
-METHODS = ("aaci_svi", "svgp_adam", "svgp_natgrad")
-LABELS = {"aaci_svi": "AACI SVI", "svgp_adam": "SVGP-Adam", "svgp_natgrad": "SVGP-NatGrad"}
+METHODS = ("aaci_svi", "svgp_adam", "svgp_natgrad", "gpjax_svgp_adam")
+LABELS = {
+    "aaci_svi": "AACI SVI",
+    "svgp_adam": "SVGP-Adam",
+    "svgp_natgrad": "SVGP-NatGrad",
+    "gpjax_svgp_adam": "GPJax SVGP-Adam",
+}
+BASELINES = ("svgp_adam", "svgp_natgrad", "gpjax_svgp_adam")
 PROBLEMS = {
     "casp": ("uci/protein.csv", "student_t"),
     "banana": ("classification/banana_full.csv", "logistic"),
@@ -276,7 +285,20 @@ def aaci_svi(model, Z, X, y, batch_size, learning_rate):
     return lambda: algorithm.init(Z), step, to_natural
 
 
-BUILDERS = {"aaci_svi": aaci_svi, "svgp_adam": svgp_adam, "svgp_natgrad": svgp_natgrad}
+def gpjax_svgp_adam(model, Z, X, y, batch_size, learning_rate):
+    """(init, step, to_natural) of GPJax's SVGP with Adam (`_gpjax_svgp.py`; imported here so that the
+    other methods run without GPJax)."""
+    from _gpjax_svgp import gpjax_svgp_adam as build
+
+    return build(model, Z, X, y, batch_size, learning_rate, minibatch)
+
+
+BUILDERS = {
+    "aaci_svi": aaci_svi,
+    "svgp_adam": svgp_adam,
+    "svgp_natgrad": svgp_natgrad,
+    "gpjax_svgp_adam": gpjax_svgp_adam,
+}
 
 
 @eqx.filter_jit
@@ -360,7 +382,7 @@ def time_to_reach(curve, target):
 def speed_ups(methods):
     """For each baseline b: t_b(NLL_b final) / t_AACI(NLL_b final), and every method's time to NLL_b."""
     summary = {}
-    for baseline in ("svgp_adam", "svgp_natgrad"):
+    for baseline in BASELINES:
         if baseline not in methods or "aaci_svi" not in methods:
             continue
         target = methods[baseline]["final_nll"]
@@ -412,14 +434,20 @@ def main():
     parser.add_argument("--steps-aaci", type=int, default=2000)
     parser.add_argument("--steps-adam", type=int, default=6000)
     parser.add_argument("--steps-natgrad", type=int, default=2000)
+    parser.add_argument("--steps-gpjax", type=int, default=6000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-name", default="aaci_convergence")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.quick:
         args.max_points, args.num_inducing = 600, 20
-        args.steps_aaci = args.steps_adam = args.steps_natgrad = 30
-    steps = {"aaci_svi": args.steps_aaci, "svgp_adam": args.steps_adam, "svgp_natgrad": args.steps_natgrad}
+        args.steps_aaci = args.steps_adam = args.steps_natgrad = args.steps_gpjax = 30
+    steps = {
+        "aaci_svi": args.steps_aaci,
+        "svgp_adam": args.steps_adam,
+        "svgp_natgrad": args.steps_natgrad,
+        "gpjax_svgp_adam": args.steps_gpjax,
+    }
     results = {
         "args": vars(args),
         "command": " ".join(["python"] + sys.argv),
@@ -448,6 +476,9 @@ def main():
             "methods": {},
         }
         for name in args.methods.split(","):
+            if name == "gpjax_svgp_adam" and entry["likelihood"] != "student_t":
+                print(f"{problem}: no GPJax baseline (GPJax has no {entry['likelihood']} likelihood)", flush=True)
+                continue
             entry["methods"][name] = run_method(
                 name, model, Z, X, y, X_test, y_test, args, steps[name], jax.random.fold_in(run_key, 0)
             )
