@@ -33,11 +33,10 @@ jax.config.update("jax_enable_x64", True)
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import QUICK_HELP, RESULTS_DIR, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
+from _common import add_output_dir_and_quick, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bo  # noqa: E402
 from gpcompose.benchmarks import optimisation_functions  # noqa: E402
@@ -126,8 +125,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--raw-samples", type=int, default=500)
     parser.add_argument("--restarts", type=int, default=5)
-    parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    add_output_dir_and_quick(parser)
     args = parser.parse_args()
     options = bo.BOOptions(num_candidates=args.raw_samples, num_starts=args.restarts)
     if args.quick:

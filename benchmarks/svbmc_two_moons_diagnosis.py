@@ -33,7 +33,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 import svbmc_problems  # noqa: E402
-from _common import QUICK_HELP, RESULTS_DIR, utc_timestamp, write_json  # noqa: E402
+from _common import add_output_dir_and_quick, utc_timestamp, write_json  # noqa: E402
 
 from gpcompose.benchmarks import TwoMoons  # noqa: E402
 from gpcompose.benchmarks.metrics import mmtv  # noqa: E402
@@ -135,8 +135,7 @@ def main():
     parser.add_argument("--coverage-radius", type=float, default=0.05)
     parser.add_argument("--num-components", type=int, default=30)
     parser.add_argument("--steps", type=int, default=6000)
-    parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    add_output_dir_and_quick(parser)
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.steps = 2, 50
