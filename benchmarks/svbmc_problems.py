@@ -64,7 +64,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 
-from gpcompose import svbmc  # noqa: E402
+from gpcompose import sparse, svbmc  # noqa: E402
 from gpcompose.benchmarks import (  # noqa: E402
     RosenbrockGaussian,
     TwoMoons,
@@ -301,8 +301,9 @@ def noisy_black_box(problem: Problem, seed: int):
     return lambda x: (float(log_density(jnp.asarray(x))) + problem.noise_sd * rng.normal(), problem.noise_sd)
 
 
-def round_progress(batch_size):
-    """A `fit` callback that prints the ELBO after every round of `batch_size` evaluations."""
+def round_progress(batch_size, diagnose=None):
+    """A `fit` callback that prints the ELBO after every round of `batch_size` evaluations,
+    followed by `diagnose(state)` (a string) when given."""
     start = time.perf_counter()
 
     def report(state):
@@ -310,11 +311,37 @@ def round_progress(batch_size):
             elapsed = time.perf_counter() - start
             print(
                 f"  {int(state.num_evaluations)} evaluations, ELBO {float(state.elbo):.3f} ± "
-                f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s",
+                f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s" + ("" if diagnose is None else f"; {diagnose(state)}"),
                 flush=True,
             )
 
     return report
+
+
+def surrogate_diagnosis(problem: Problem, reference_key, num_reference=3000):
+    """`diagnose(state)` for `round_progress` (`--trace`): ELBO − log Z, MMTV of q against the
+    reference, the surrogate's error f̄ − log p (inference space, Jacobian included) at
+    `num_reference` reference draws (mean, sd) with the GP's median sd there, the number of
+    inducing points and the kernel's lengthscales. Shows in which round the surrogate or q changes."""
+    reference = problem.reference_samples(reference_key, 20_000)
+    draws = reference[:num_reference]
+    log_density = jax.vmap(problem.log_density)(draws)
+
+    def diagnose(state):
+        samples = svbmc.result(state).posterior.sample(jax.random.key(0), reference.shape[0])
+        inputs = state.transform.to_unbounded(draws)
+        mean, variance = sparse.predict(state.posterior, inputs)
+        error = mean - (log_density + state.transform.log_abs_det_jacobian(inputs))
+        lengthscales = np.asarray(state.posterior.kernel.lengthscale.value)
+        return (
+            f"ELBO − log Z {float(state.elbo) - problem.log_normaliser:+.3f}, "
+            f"MMTV {float(mmtv(samples, reference)):.3f}, "
+            f"error at reference draws {float(jnp.mean(error)):+.2f} ± {float(jnp.std(error)):.2f} "
+            f"(GP sd {float(jnp.median(jnp.sqrt(variance))):.3f}), M {int(jnp.sum(state.posterior.inducing_mask))}, "
+            f"lengthscales {np.array2string(lengthscales, precision=1)}"
+        )
+
+    return diagnose
 
 
 def seed_keys(seed):
@@ -355,9 +382,10 @@ def initialise(problem: Problem, X, y, key, options, budget=None, batch_size=Non
     )
 
 
-def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, batch_size=None):
+def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, batch_size=None, trace=False):
     """One SVBMC run (initial set of this seed, init, active phase through `svbmc.fit`
-    with the target as a Python black box) and its metrics."""
+    with the target as a Python black box) and its metrics; `trace` prints
+    `surrogate_diagnosis` after init and every round."""
     data_key, fit_key, sample_key, reference_key = seed_keys(seed)
     X, y = problem.initial_set(data_key)
     X, y = np.asarray(X), np.asarray(y)
@@ -365,7 +393,11 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
     init_state = initialise(problem, X, y, fit_key, options, budget, batch_size)
     jax.block_until_ready(init_state.elbo)
     initial_seconds = time.perf_counter() - start
-    progress = round_progress(init_state.options.batch_size)
+    progress = round_progress(
+        init_state.options.batch_size, surrogate_diagnosis(problem, reference_key) if trace else None
+    )
+    if trace:
+        progress(init_state)
     result = svbmc.fit(noisy_black_box(problem, seed), X, y, key=fit_key, state=init_state, callback=progress)
     jax.block_until_ready(result.elbo)
     total_seconds = time.perf_counter() - start
@@ -447,7 +479,8 @@ def run_problems(args, options, num_metric_samples, output_dir):
             batches = [run_seeds_vmapped(problem, seeds, options, num_metric_samples, args.budget, args.batch_size)]
         else:  # one seed at a time, each saved as soon as it is done
             batches = (
-                [run_seed(problem, seed, options, num_metric_samples, args.budget, args.batch_size)] for seed in seeds
+                [run_seed(problem, seed, options, num_metric_samples, args.budget, args.batch_size, args.trace)]
+                for seed in seeds
             )
         for outcomes in batches:
             for outcome in outcomes:
@@ -536,6 +569,11 @@ def main():
         "--vmap-seeds",
         action="store_true",
         help="run all seeds as one vmapped, compiled program with the target traced in (exact targets)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="print ELBO − log Z, MMTV and the surrogate's error at reference draws after every round (sequential)",
     )
     args = parser.parse_args()
 
