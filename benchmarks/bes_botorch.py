@@ -9,11 +9,12 @@ iterations, one point each, on the CPU:
 - **gpcompose** `bo.ask`/`bo.tell` with `acquisition="ei"` (log-EI) and `"bes"` (BES± with the
   exact bounds f⁺ = −min f, f⁻ = −max f and the document's looseness): each `ask` refits the GP by
   ML-II (BFGS) and maximises the acquisition (500 uniform candidates, 5 Adam restarts × 50 steps:
-  the `BOOptions` defaults, M = 200 samples for BES). `ask` compiles once; its first call is
-  timed separately (`compile_seconds`) and left out of the per-iteration times.
+  the `BOOptions` defaults, M = 200 samples for BES). `ask` compiles once (in the first
+  seed); the first call of every run is timed separately (`compile_seconds`) and left out of the
+  per-iteration times.
 - **BoTorch** `SingleTaskGP` (inputs normalised to [0, 1]^d by the box, outcomes standardised),
   `fit_gpytorch_mll`, `LogExpectedImprovement` and `optimize_acqf` with 5 restarts from 500 raw
-  samples (the same search budget as ours), float64, one torch thread per core.
+  samples (the same search budget as ours), float64, one torch thread (`torch.set_num_threads(1)`).
 
 Per-iteration time: from the start of the model fit to the proposed point (the function's own
 evaluation excluded). Simple regret: min_{i ≤ n} f(x_i) − min f after the budget.
