@@ -19,12 +19,10 @@ Student-t problems (`casp`) have this baseline.
 
 import equinox as eqx
 import gpjax
-import jax.numpy as jnp
 import optax
 import paramax
 
 import gpcompose
-from gpcompose.aaci import NaturalGaussian
 from gpcompose.aaci._natural_step import strong_types
 from gpcompose.parameters import Fixed
 
@@ -53,13 +51,10 @@ def gpjax_model(model, Z):
     )
 
 
-def gpcompose_view(family):
+def gpcompose_view(family, natural_from_moments):
     """(q(v) in natural parameters, (kernel, likelihood, mean)) of a GPJax `family` in gpcompose's terms."""
     family = paramax.unwrap(family)
-    mean = family.variational_mean[:, 0]
-    factor = family.variational_root_covariance
-    precision = jnp.linalg.inv(factor @ factor.T)
-    natural = NaturalGaussian(precision @ mean, -0.5 * precision)
+    natural = natural_from_moments(family.variational_mean[:, 0], family.variational_root_covariance)
     kernel = family.model.prior.kernel
     likelihood = family.model.likelihood
     model = (
@@ -75,8 +70,9 @@ class GPJaxState(eqx.Module):
     optimizer_state: optax.OptState
 
 
-def gpjax_svgp_adam(model, Z, X, y, batch_size, learning_rate, minibatch):
-    """(init, step, to_natural) of GPJax's SVGP trained by Adam, in `aaci_convergence`'s protocol."""
+def gpjax_svgp_adam(model, Z, X, y, batch_size, learning_rate, minibatch, natural_from_moments):
+    """(init, step, to_natural) of GPJax's SVGP trained by Adam, in `aaci_convergence`'s protocol
+    (its `minibatch` and `natural_from_moments` passed in)."""
     optimizer = optax.adam(learning_rate)
     num_data = X.shape[0]
 
@@ -94,6 +90,6 @@ def gpjax_svgp_adam(model, Z, X, y, batch_size, learning_rate, minibatch):
         return GPJaxState(eqx.apply_updates(state.family, updates), optimizer_state)
 
     def to_natural(state):
-        return gpcompose_view(state.family)
+        return gpcompose_view(state.family, natural_from_moments)
 
     return init, step, to_natural

@@ -159,6 +159,12 @@ def standard_elbo(model, Z, X, y, scale, mean, covariance_factor):
     return scale * jnp.sum(expected) - kl
 
 
+def natural_from_moments(mean, factor):
+    """N(m, L Lᵀ) in natural parameters (S⁻¹m, −½S⁻¹), for the test metrics of the SVGP baselines."""
+    precision = jnp.linalg.inv(factor @ factor.T)
+    return NaturalGaussian(precision @ mean, -0.5 * precision)
+
+
 class SVGPState(eqx.Module):
     """Variational parameters (method-specific pair), trainable hyperparameters, Adam state,
     the NatGrad step size γ and the step count."""
@@ -201,9 +207,7 @@ def svgp_adam(model, Z, X, y, batch_size, learning_rate):
 
     def to_natural(state):
         mean, factor = state.variational
-        factor = jnp.tril(factor)
-        precision = jnp.linalg.inv(factor @ factor.T)
-        return NaturalGaussian(precision @ mean, -0.5 * precision), eqx.combine(state.trainable, rest)
+        return natural_from_moments(mean, jnp.tril(factor)), eqx.combine(state.trainable, rest)
 
     return init, step, to_natural
 
@@ -290,7 +294,7 @@ def gpjax_svgp_adam(model, Z, X, y, batch_size, learning_rate):
     other methods run without GPJax)."""
     from _gpjax_svgp import gpjax_svgp_adam as build
 
-    return build(model, Z, X, y, batch_size, learning_rate, minibatch)
+    return build(model, Z, X, y, batch_size, learning_rate, minibatch, natural_from_moments)
 
 
 BUILDERS = {
