@@ -40,7 +40,7 @@ class SVBMCOptions(eqx.Module):
     sparse_fit_steps: int = eqx.field(static=True, default=50)  # [ours] BFGS steps, SGPR MAP
     # [ours] the quadratic mean's ω_d < this · width_d of the high points' box (`initial_surrogate`)
     quadratic_scale_cap: float = eqx.field(static=True, default=1.0)
-    # [ours] refit guard (`without_spurious_peak`): ceiling y_max + this·D, checked at the
+    # [ours] refit guard (`_refit.exceeds_ceiling`): ceiling y_max + this·D, checked at the
     # training inputs and at `peak_check_samples` draws of the current mixture
     peak_tolerance_per_dimension: float = eqx.field(static=True, default=1.0)
     peak_check_samples: int = eqx.field(static=True, default=1024)

@@ -7,7 +7,7 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int
 
 from .. import gp, sparse
 from .._maximise import maximise
@@ -143,6 +143,15 @@ def with_lengthscale_scaled(surrogate: Surrogate, factor: float) -> Surrogate:
     )
 
 
+def first_near_best(values: Float[Array, " S"]) -> Int[Array, ""]:
+    """Index of the first value within a relative 1e-6 of the largest. Fits that reach the
+    same optimum differ there by rounding only, and a tie broken by rounding would make the
+    choice (and the fitted values, to BFGS tolerance) differ between batched and single
+    programs."""
+    top = jnp.max(values)
+    return jnp.argmax(values >= top - 1e-6 * jnp.abs(top))
+
+
 def fit_exact(
     surrogate: Surrogate, X, y, noise_variance, mask, *, max_steps: int, lengthscale_factors: tuple[float, ...]
 ) -> Surrogate:
@@ -167,18 +176,20 @@ def fit_exact(
 
     params, values = eqx.filter_vmap(one)(stacked)
     finite = eqx.filter_vmap(_is_finite_fit)(params, values)
-    # the first start within a relative 1e-6 of the best: starts that reach the same optimum
-    # differ there by rounding only, and a tie broken by rounding would make the choice
-    # (and the fitted values, to BFGS tolerance) differ between batched and single programs
     values = jnp.where(finite, values, -jnp.inf)
-    top = jnp.max(values)
-    best = jnp.argmax(values >= top - 1e-6 * jnp.abs(top))
+    best = first_near_best(values)
     chosen = jax.tree_util.tree_map(lambda leaf: leaf[best] if eqx.is_array(leaf) else leaf, params)
     return _keep_if_finite(chosen, jnp.where(finite[best], values[best], jnp.nan), surrogate)
 
 
+def conditioned_objective(surrogate: Surrogate, posterior: sparse.SparsePosterior) -> Float[Array, ""]:
+    """Collapsed SGPR bound + log hyperprior of `posterior`, the sparse GP conditioned with
+    `surrogate`'s hyperparameters: the score that compares hyperparameters."""
+    return sparse.elbo(posterior) + log_prior(surrogate)
+
+
 def sparse_objective(surrogate: Surrogate, X, y, noise_variance, mask, Z, inducing_mask) -> Float[Array, ""]:
-    """Collapsed SGPR bound + log hyperprior, the score that compares hyperparameters (§2.7)."""
+    """`conditioned_objective` of the sparse GP with inducing inputs Z on (X, y)."""
     return _sparse_objective(surrogate, (X, y, noise_variance, mask, Z, inducing_mask)) + log_prior(surrogate)
 
 

@@ -2,7 +2,6 @@
 points, condition the sparse GP and (re-)optimise the variational mixture (§3 step 7)."""
 
 import functools
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -12,19 +11,12 @@ from .. import sparse
 from .._observations import input_span
 from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximise_elbo
-from ..sparse import select_inducing_points
 from ._noise_shaping import shaping_variance, total_noise_variance
 from ._options import SVBMCOptions
+from ._refit import exceeds_ceiling, refit_from_starts
 from ._state import SVBMCState
 from ._subset import stratified_kmeans_subset
-from ._surrogate import (
-    Surrogate,
-    fit_exact,
-    fit_sparse,
-    initial_surrogate,
-    plausible_box,
-    sparse_objective,
-)
+from ._surrogate import Surrogate, fit_exact, initial_surrogate, plausible_box
 from ._trimming import trim_mask
 from ._variational import Growth, build_up, grow, initial_mixture
 
@@ -68,48 +60,6 @@ def new_point_noise(state: SVBMCState, log_density, observation_variance) -> Flo
     return observation_variance + shaping
 
 
-def exceeds_ceiling(
-    posterior: sparse.SparsePosterior,
-    points: Float[Array, "Q D"],
-    ceiling: Float[Array, ""],
-    mask: Bool[Array, " Q"] | None = None,
-) -> Bool[Array, ""]:
-    """Whether the posterior mean exceeds `ceiling` at one of the (unmasked) `points` [ours].
-
-    The test of the refit guard. The SGPR MAP with Z fixed is dominated by the Titsias
-    trace term when M is capped (Lotka–Volterra: −9·10⁵ of the bound), and it can end at
-    hyperparameters whose mean rises tens of units above every observation between the
-    inducing points; the mixture then chases those peaks and the ELBO runs off. VBMC
-    bounds the quadratic mean's maximum by y_max + D for the same reason
-    (`gpQuadraticMeanBound`); here the whole posterior mean is checked, with ceiling
-    y_max + D.
-    """
-    mean, _ = sparse.predict(posterior, points)
-    if mask is not None:
-        mean = jnp.where(mask, mean, -jnp.inf)
-    return jnp.max(mean) > ceiling
-
-
-def without_spurious_peak(
-    posterior: sparse.SparsePosterior,
-    fallback: Callable[[], sparse.SparsePosterior],
-    points: Float[Array, "Q D"],
-    mask: Bool[Array, " Q"],
-    ceiling: Float[Array, ""],
-) -> tuple[sparse.SparsePosterior, Bool[Array, ""]]:
-    """`posterior`, unless its mean exceeds `ceiling` at one of the unmasked `points`
-    (`exceeds_ceiling`); then `fallback()` [ours]. Returns the chosen posterior and
-    whether the fallback was taken."""
-    peaked = exceeds_ceiling(posterior, points, ceiling, mask)
-    return jax.lax.cond(peaked, fallback, lambda: posterior), peaked
-
-
-def _pad_inducing(inputs, indices, inducing_mask, extra: int):
-    Z = jnp.where(inducing_mask[:, None], inputs[indices], 0.0)
-    Z = jnp.concatenate([Z, jnp.zeros((extra, inputs.shape[1]), inputs.dtype)])
-    return Z, jnp.concatenate([inducing_mask, jnp.zeros((extra,), bool)])
-
-
 def retrain(
     inputs: Float[Array, "C D"],
     log_densities: Float[Array, " C"],
@@ -123,16 +73,15 @@ def retrain(
 ):
     """The full SVBMC training pass; `previous` is None at initialisation (build-up from
     one component) and the current (surrogate, posterior, mixture) in the active phase
-    (hyperparameter comparison of §2.7, warm-started mixture, one growth stage while
-    K < K_max). In both, the SGPR refit
-    passes the guard `without_spurious_peak` (mean checked at the training inputs and at
-    draws of the current mixture), with the hyperparameters it started from (the subset
-    MAP, or the §2.7 winner) as fallback. The draws of the new mixture are checked too;
-    if the mean exceeds the ceiling there, initialisation builds the mixture up again on
-    the subset MAP's posterior, and an active round keeps the previous sparse GP
-    (updated by rank-1 steps with this round's points) and mixture. Under `vmap` both
-    branches of these `lax.cond`s run, so a vmapped initialisation builds the mixture
-    up twice.
+    (warm-started mixture, one growth stage while K < K_max). The sparse GP comes from
+    `refit_from_starts`: from the subset MAP, and in the active phase also from the
+    current hyperparameters, the best fitted bound whose mean stays below the ceiling at
+    the training inputs and at draws of the current mixture. The draws of the new mixture
+    are checked too; if the mean exceeds the ceiling there, initialisation builds the
+    mixture up again on the subset MAP's unfitted posterior, and an active round keeps
+    the previous sparse GP (updated by rank-1 steps with this round's points) and
+    mixture. Under `vmap` both branches of these `lax.cond`s run, so a vmapped
+    initialisation builds the mixture up twice.
 
     **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
     """
@@ -164,36 +113,10 @@ def retrain(
         max_steps=options.exact_fit_steps,
         lengthscale_factors=options.exact_fit_lengthscale_factors,
     )
-    if previous is None:
-        selected = exact
-    else:
-        current, posterior, _ = previous
-        score_args = (inputs, log_densities, noise, keep, posterior.inducing_inputs, posterior.inducing_mask)
-        better = sparse_objective(exact, *score_args) > sparse_objective(current, *score_args)
-        selected = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), exact, current)
+    starts = [exact] if previous is None else [exact, previous[0]]
 
-    min_inducing, max_inducing = options.inducing_range(num_initial)
-    indices, inducing_mask = select_inducing_points(
-        selected.kernel,
-        inputs,
-        noise,
-        keep,
-        max_points=max_inducing,
-        min_points=min_inducing,
-        tolerance=options.inducing_tolerance,
-    )
-    Z, inducing_mask = _pad_inducing(inputs, indices, inducing_mask, options.batch_size)
-    fitted = fit_sparse(
-        selected, inputs, log_densities, noise, keep, Z, inducing_mask, max_steps=options.sparse_fit_steps
-    )
-
-    def condition(surrogate: Surrogate) -> sparse.SparsePosterior:
-        return sparse.condition(
-            surrogate.kernel, surrogate.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
-        )
-
-    # keep the pre-refit hyperparameters if the refit made a peak; the check draws come from
-    # the current mixture, or at initialisation from the Gaussian of the highest points
+    # the refit guard's check points: the training inputs and draws of the current mixture,
+    # or at initialisation of the Gaussian of the highest points
     if previous is None:
         reference = initial_mixture(
             inputs, log_densities, keep, dimension + 2.0, options.max_components, options.rotated_mixture
@@ -202,14 +125,19 @@ def retrain(
         reference = previous[2]
     draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
     ceiling = y_max + options.peak_tolerance_per_dimension * dimension
-    posterior, fell_back = without_spurious_peak(
-        condition(fitted),
-        lambda: condition(selected),
-        jnp.concatenate([inputs, draws]),
-        jnp.concatenate([keep, jnp.ones((options.peak_check_samples,), bool)]),
-        ceiling,
+    refit = refit_from_starts(
+        starts,
+        inputs,
+        log_densities,
+        noise,
+        keep,
+        options,
+        num_initial=num_initial,
+        check_points=jnp.concatenate([inputs, draws]),
+        check_mask=jnp.concatenate([keep, jnp.ones((options.peak_check_samples,), bool)]),
+        ceiling=ceiling,
     )
-
+    posterior = refit.posterior
     training_box = input_span(inputs, keep)  # the components stay inside (as in VBMC)
     peak_draws_key = jax.random.fold_in(key, 2)
     compare_key = jax.random.fold_in(key, 3)
@@ -246,15 +174,14 @@ def retrain(
             return build_up(start, mixture_key, sites, tolerance=options.buildup_tolerance)
 
         def with_subset_hyperparameters():
-            steady = condition(selected)
-            return steady, build(steady)
+            return refit.unfitted, build(refit.unfitted)
 
         # second check [ours], as in the active phase below: if the built-up mixture's
         # draws find the mean above the ceiling, build it on the subset MAP's posterior
         # (unless the first check already chose that posterior: the build would repeat)
         mixture = build(posterior)
         peaked = exceeds_ceiling(posterior, mixture.sample(peak_draws_key, options.peak_check_samples), ceiling)
-        rebuild = peaked & ~fell_back
+        rebuild = peaked & ~refit.fell_back
         posterior, mixture = jax.lax.cond(rebuild, with_subset_hyperparameters, lambda: (posterior, mixture))
     else:
         # the warm-started mixture is re-optimised, then one growth stage is tried while

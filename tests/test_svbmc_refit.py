@@ -1,0 +1,125 @@
+"""The SVBMC sparse-GP refit: the guard against a mean that rises above the ceiling between
+the data, the choice among fitted candidates, and the refit from several starts."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gpcompose import sparse, svbmc
+from gpcompose.kernels import SquaredExponential
+from gpcompose.means import NegativeQuadratic
+from gpcompose.svbmc._refit import choose_refit, exceeds_ceiling, refit_from_starts
+from gpcompose.svbmc._surrogate import Surrogate, conditioned_objective, initial_surrogate, with_lengthscale_scaled
+
+X = jnp.linspace(-3.0, 3.0, 21)[:, None]  # spacing 0.3
+Y = -0.5 * X[:, 0] ** 2  # y_max = 0 at x = 0
+NOISE = jnp.full(21, 1e-3)
+GRID = jnp.linspace(-3.0, 3.0, 601)[:, None]
+
+
+def posterior(lengthscale, mean_maximum):
+    kernel = SquaredExponential(lengthscale=jnp.array([lengthscale]), variance=1.0)
+    mean = NegativeQuadratic(maximum=mean_maximum, location=jnp.zeros(1), scale=jnp.ones(1))
+    return sparse.condition(kernel, mean, X, Y, NOISE, X, mask=jnp.ones(21, bool), inducing_mask=jnp.ones(21, bool))
+
+
+SMOOTH = posterior(1.0, 0.0)  # the mean function is the target itself
+# lengthscale 0.03 ≪ spacing: between the points the mean returns to its mean function,
+# whose maximum is 50 above every observation
+PEAKY = posterior(0.03, 50.0)
+
+
+def test_a_peak_between_the_data_exceeds_the_ceiling():
+    assert float(sparse.predict(PEAKY, GRID)[0].max()) > 40.0  # the constructed peak is there
+    assert exceeds_ceiling(PEAKY, GRID, jnp.asarray(2.0))
+
+
+def test_a_mean_below_the_ceiling_passes():
+    assert float(sparse.predict(SMOOTH, GRID)[0].max()) < 0.01
+    assert not exceeds_ceiling(SMOOTH, GRID, jnp.asarray(2.0))
+
+
+def test_masked_points_are_not_checked():
+    at_data = jnp.arange(601) % 30 == 0  # the grid points that are training inputs
+    assert not exceeds_ceiling(PEAKY, GRID, jnp.asarray(2.0), at_data)
+
+
+def test_the_best_bound_that_did_not_peak_is_chosen():
+    bounds = jnp.array([-10.0, -3.0, -5.0])
+    index, all_peaked = choose_refit(bounds, jnp.array([False, True, False]))
+    assert int(index) == 2 and not all_peaked
+    index, all_peaked = choose_refit(bounds, jnp.array([False, False, False]))
+    assert int(index) == 1 and not all_peaked
+    _, all_peaked = choose_refit(bounds, jnp.array([True, True, True]))
+    assert all_peaked
+
+
+def test_near_ties_go_to_the_first_candidate():
+    index, _ = choose_refit(jnp.array([-1000.0, -1000.0 + 1e-4]), jnp.array([False, False]))
+    assert int(index) == 0
+
+
+# a 2-D log density with a bump beside the quadratic: the lengthscales matter
+DATA_X = jax.random.uniform(jax.random.key(0), (150, 2), minval=-3.0, maxval=3.0)
+DATA_Y = -0.5 * jnp.sum(DATA_X**2, axis=1) + 1.5 * jnp.exp(-2.0 * jnp.sum((DATA_X - 0.7) ** 2, axis=1))
+DATA_NOISE = jnp.full((150,), 1e-3)
+KEEP = jnp.ones((150,), bool)
+OPTIONS = svbmc.SVBMCOptions(min_inducing=20, max_inducing=40, sparse_fit_steps=30, batch_size=2)
+START = initial_surrogate(jnp.zeros(2), jnp.full(2, 6.0), jnp.asarray(0.0), jnp.asarray(2.0), jnp.asarray(20.0))
+TOO_SMOOTH, TOO_ROUGH = with_lengthscale_scaled(START, 4.0), with_lengthscale_scaled(START, 0.1)
+
+
+@eqx.filter_jit
+def refit(starts, ceiling):
+    return refit_from_starts(
+        starts,
+        DATA_X,
+        DATA_Y,
+        DATA_NOISE,
+        KEEP,
+        OPTIONS,
+        num_initial=150,
+        check_points=DATA_X,
+        check_mask=KEEP,
+        ceiling=ceiling,
+    )
+
+
+def bound(surrogate_of, chosen):
+    """The bound of `chosen` (conditioned with its own hyperparameters)."""
+    return float(conditioned_objective(surrogate_of(chosen), chosen))
+
+
+def hyperparameters(posterior):
+    return Surrogate(posterior.kernel, posterior.mean)
+
+
+def assert_same_posterior(a, b):
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        if eqx.is_array(x):
+            np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-9)
+
+
+def test_two_starts_keep_the_single_start_refit_with_the_higher_bound():
+    """Refit from (too smooth, too rough) equals the single-start refit whose fitted bound is
+    higher, and the chosen bound is the larger of the two."""
+    ceiling = jnp.asarray(100.0)
+    singles = [refit([start], ceiling).posterior for start in (TOO_SMOOTH, TOO_ROUGH)]
+    bounds = [bound(hyperparameters, single) for single in singles]
+    assert abs(bounds[0] - bounds[1]) > 1.0  # the two starts end at different fits
+    both = refit([TOO_SMOOTH, TOO_ROUGH], ceiling)
+    assert not both.fell_back
+    assert_same_posterior(both.posterior, singles[int(np.argmax(bounds))])
+    assert bound(hyperparameters, both.posterior) >= max(bounds) - 1e-6 * abs(max(bounds))
+
+
+def test_when_every_fit_peaks_the_best_unfitted_start_is_kept():
+    """A ceiling below the data: every fitted mean exceeds it, so the refit falls back to the
+    start with the higher bound, its hyperparameters unchanged."""
+    outcome = refit([TOO_SMOOTH, TOO_ROUGH], jnp.asarray(-100.0))
+    assert outcome.fell_back
+    assert_same_posterior(outcome.posterior, outcome.unfitted)
+    kept = hyperparameters(outcome.posterior)
+    lengthscales = [np.asarray(s.kernel.lengthscale.value) for s in (TOO_SMOOTH, TOO_ROUGH)]
+    assert any(np.allclose(kept.kernel.lengthscale.value, value, rtol=1e-12) for value in lengthscales)
