@@ -15,6 +15,7 @@ import pytest
 from gpcompose import sparse, svbmc
 from gpcompose.acquisition import log_expected_interquantile_range, log_sinh
 from gpcompose.benchmarks.metrics import gskl
+from gpcompose.svbmc import _surrogate, _training
 
 MEAN = jnp.array([0.5, -1.0])
 SD = jnp.array([1.0, 0.5])
@@ -341,3 +342,36 @@ def test_bounded_coordinates_give_a_posterior_inside_the_bounds():
     assert np.all(np.asarray(samples[:, 0]) > 0)
     assert float(result.posterior.log_prob(jnp.array([-0.1, 0.0]))) == -np.inf
     assert abs(float(result.elbo)) < 0.3
+
+
+def test_mixture_components_stay_in_the_high_points_box(small_state):
+    """Every component mean lies in the box of the points within θ_σ = 10D of the best,
+    centre ± width/2 (the state's `centre`, `width`), not merely in the training inputs' box."""
+    mask = np.asarray(small_state.mixture.mask)
+    means = np.asarray(small_state.mixture.means)[mask]
+    lower = np.asarray(small_state.centre - 0.5 * small_state.width)
+    upper = np.asarray(small_state.centre + 0.5 * small_state.width)
+    assert np.all(means >= lower - 1e-9) and np.all(means <= upper + 1e-9)
+
+
+def test_a_round_whose_every_candidate_peaks_keeps_the_last_posterior_and_mixture(small_state):
+    """With the ceiling far below the data, the refit, the new mixture and the re-optimised
+    last mixture all exceed it: the round keeps the last sparse GP and mixture unchanged."""
+    options = dataclasses.replace(small_state.options, peak_tolerance_per_dimension=-1e3)
+    previous = (
+        _surrogate.Surrogate(small_state.posterior.kernel, small_state.posterior.mean),
+        small_state.posterior,
+        small_state.mixture,
+    )
+    posterior, mixture, *_ = _training.retrain(
+        small_state.inputs,
+        small_state.log_densities,
+        small_state.observation_variance,
+        small_state.succeeded,
+        jax.random.key(11),
+        options,
+        num_initial=small_state.capacity - options.budget,
+        previous=previous,
+    )
+    for new, old in zip(jax.tree_util.tree_leaves((posterior, mixture)), jax.tree_util.tree_leaves(previous[1:])):
+        np.testing.assert_array_equal(new, old)
