@@ -208,7 +208,7 @@ def retrain(
         # last round (with this round's points added by rank-1 updates) stays, and the
         # mixture is re-optimised on it, unless that too finds the mean above the ceiling
         # (then the last mixture stays as well). A fallback that kept the last mixture
-        # unconditionally froze it: Lotka–Volterra seed 5 (with μ bounded to the box)
+        # unconditionally froze it: Lotka–Volterra seed 5 (a probe that bounded μ too)
         # accepted a mixture with mass on a phantom mode at 160 evaluations, the next
         # round's points found the mode 10 below the surrogate, and every later round
         # fell back, ending with ELBO 9.7 below log Z (`benchmarks/README.md`).
