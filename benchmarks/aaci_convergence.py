@@ -92,6 +92,7 @@ LIKELIHOODS = {
     "laplace": lambda: gpcompose.likelihoods.Laplace(1.0),
     "matern32": lambda: gpcompose.likelihoods.Matern32Likelihood(1.0),
     "logistic": gpcompose.likelihoods.Logistic,
+    "gaussian": lambda: gpcompose.likelihoods.Gaussian(variance=1.0),  # steingp_large.py's SVGP baseline
 }
 
 
