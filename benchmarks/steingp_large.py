@@ -139,6 +139,8 @@ def main():
     parser.add_argument("--steingp-steps", type=int, default=1000)
     parser.add_argument("--svgp-steps", type=int, default=10000)
     parser.add_argument("--learning-rate", type=float, default=0.001)
+    parser.add_argument("--methods", default="SteinGP,SVGP-Adam")
+    parser.add_argument("--name", default="steingp_large", help="the JSON and plot are OUTPUT_DIR/NAME.{json,png}")
     parser.add_argument("--max-points", type=int, default=None, help="use this many (shuffled) rows")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
     args = parser.parse_args()
@@ -150,15 +152,13 @@ def main():
     for split_index in range(args.first_split, args.first_split + args.splits):
         X, y, X_test, y_test = (jnp.asarray(a) for a in split(X_all, y_all, split_index, classification=False))
         Z = kmeans(jax.random.key(split_index), X, args.num_inducing)
-        for method, record in (
-            ("SteinGP", steingp_record),
-            ("SVGP-Adam", svgp_record),
-        ):
+        for method in args.methods.split(","):
+            record = {"SteinGP": steingp_record, "SVGP-Adam": svgp_record}[method]
             entry = {"split": split_index, "method": method} | record(X, y, X_test, y_test, Z, split_index, args)
             records.append(entry)
             shown = {key: value for key, value in entry.items() if not isinstance(value, list)}
             print(shown, flush=True)
-    name = "steingp_large" + ("_quick" if args.quick else "")
+    name = args.name + ("_quick" if args.quick else "")
     write_json(
         os.path.join(args.output_dir, name + ".json"),
         {
@@ -177,6 +177,8 @@ def main():
     print("|---|---|---|---|---|")
     for method, document in (("SteinGP", "SteinGP"), ("SVGP-Adam", "SVI")):
         rows = [record for record in records if record["method"] == method]
+        if not rows:
+            continue
         walls = ", ".join(f"{record['wall_s']:.0f}" for record in rows)
         reference = DOCUMENT_TABLE_5[document]
         print(
