@@ -5,7 +5,11 @@
 #   2. SVBMC with all $SEEDS seeds as one vmapped program on the GPU (`svbmc_problems.py --vmap-seeds`)
 #      for each problem of $PROBLEMS, results in $OUT/svbmc/<problem>.json, each problem limited to
 #      $SVBMC_TIMEOUT seconds so that a slow one still leaves the others' results;
-#   3. float64 numerics test files on the GPU ($TESTS), limited to $TEST_TIMEOUT seconds.
+#   3. the SteinGP UCI protocol (`steingp_uci.py`: 5 splits, J = 2, 5, 10, 20, 1000 steps) for each data set of
+#      $STEINGP_DATASETS (none by default; the sets too slow for 2 CPU cores, e.g. "concrete energy
+#      wine_quality_red breast_cancer"), results in $OUT/steingp/steingp_uci_<set>.json (written after every
+#      fit), each set limited to $STEINGP_TIMEOUT seconds; needs .device_data/uci and .device_data/classification;
+#   4. float64 numerics test files on the GPU ($TESTS), limited to $TEST_TIMEOUT seconds.
 # Measured on an H200 (2026-11-26): two moons 53 s compile + 43 s run for 20 seeds, Rosenbrock 50 + 79 s;
 # the three test files below did not finish in 200 s with -n 6 (compilation-bound), so they run last.
 #
@@ -34,6 +38,13 @@ for problem in $PROBLEMS; do
     timeout "${SVBMC_TIMEOUT:-300}" python3 benchmarks/svbmc_problems.py --problems "$problem" --seeds "$SEEDS" \
         --vmap-seeds --data-dir "$DATA_DIR" --output-dir "$OUT" 2>&1 | grep -v "^$problem {" | tail -n 4
     echo "svbmc $problem: exit ${PIPESTATUS[0]}, $(($(date +%s) - start)) s"
+done
+
+for dataset in ${STEINGP_DATASETS:-}; do
+    start=$(date +%s)
+    timeout "${STEINGP_TIMEOUT:-240}" python3 benchmarks/steingp_uci.py --datasets "$dataset" --data-dir "$DATA_DIR" \
+        --output-dir "$OUT/steingp" --name "steingp_uci_$dataset" 2>&1 | tail -n 8
+    echo "steingp_uci $dataset: exit ${PIPESTATUS[0]}, $(($(date +%s) - start)) s"
 done
 
 # one process per file, no preallocation: several processes share the GPU's memory
