@@ -45,7 +45,7 @@ import optax  # noqa: E402
 from _common import agg_pyplot, save_figure, timed_steingp_fit, utc_timestamp, write_json  # noqa: E402
 from aaci_convergence import initial_model as svgp_initial_model  # noqa: E402
 from aaci_convergence import kmeans, run_method  # noqa: E402
-from steingp_uci import initial_model, split  # noqa: E402
+from steingp_uci import initial_model, split, summary  # noqa: E402
 
 # Document Table 5 (NO2, 5 random 70/30 splits): a different data set, for scale only.
 DOCUMENT_TABLE_5 = {
@@ -102,12 +102,6 @@ def svgp_record(X, y, X_test, y_test, Z, split_index, args):
         "curve": result["curve"],
         "hyperparameters": result["hyperparameters"],
     }
-
-
-def summary(values):
-    values = np.asarray(values)
-    standard_error = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else float("nan")
-    return f"{values.mean():.3f} ± {standard_error:.3f}"
 
 
 def plot(records, path):
