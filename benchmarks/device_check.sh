@@ -9,7 +9,11 @@
 #      $STEINGP_DATASETS (none by default; the sets too slow for 2 CPU cores, e.g. "concrete energy
 #      wine_quality_red breast_cancer"), results in $OUT/steingp/steingp_uci_<set>.json (written after every
 #      fit), each set limited to $STEINGP_TIMEOUT seconds; needs .device_data/uci and .device_data/classification;
-#   4. float64 numerics test files on the GPU ($TESTS), limited to $TEST_TIMEOUT seconds.
+#   4. the BO regret grid (`bes_regret.py`: every method, 30 seeds vmapped, M = 200 samples and the `BOOptions`
+#      search defaults, bounds exact and misspecified by η² = 0.3, 0.5, 1) for each function of $BES_FUNCTIONS
+#      (none by default; e.g. "forrester branin rosenbrock mccormick hartmann3 alpine1 gsobol"), results in
+#      $OUT/bes/bes_regret_grid.json (rewritten after every cell), each function limited to $BES_TIMEOUT seconds;
+#   5. float64 numerics test files on the GPU ($TESTS), limited to $TEST_TIMEOUT seconds.
 # Measured on an H200 (2026-11-26): two moons 53 s compile + 43 s run for 20 seeds, Rosenbrock 50 + 79 s;
 # the three test files below did not finish in 200 s with -n 6 (compilation-bound), so they run last.
 #
@@ -45,6 +49,14 @@ for dataset in ${STEINGP_DATASETS:-}; do
     timeout "${STEINGP_TIMEOUT:-240}" python3 benchmarks/steingp_uci.py --datasets "$dataset" --data-dir "$DATA_DIR" \
         --output-dir "$OUT/steingp" --name "steingp_uci_$dataset" 2>&1 | tail -n 8
     echo "steingp_uci $dataset: exit ${PIPESTATUS[0]}, $(($(date +%s) - start)) s"
+done
+
+for function in ${BES_FUNCTIONS:-}; do
+    start=$(date +%s)
+    timeout "${BES_TIMEOUT:-240}" python3 benchmarks/bes_regret.py --functions "$function" --seeds 30 --samples 200 \
+        --candidates 500 --starts 5 --steps 50 --misspecification 0,0.3,0.5,1 --output-dir "$OUT/bes" \
+        --name bes_regret_grid 2>&1 | grep "median final regret" | tail -n 20
+    echo "bes_regret $function: exit ${PIPESTATUS[0]}, $(($(date +%s) - start)) s"
 done
 
 # one process per file, no preallocation: several processes share the GPU's memory
