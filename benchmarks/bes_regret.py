@@ -61,10 +61,10 @@ METHODS = {  # name: (acquisition, uses f⁺, uses f⁻)
 }
 
 
-def output_scale(function, key=jax.random.key(0), num_points=10_000):
+def output_scale(function, num_points=10_000):
     """σ_f: the sd of f over `num_points` uniform points of its box (the unit of η)."""
     lower, upper = jnp.asarray(function.lower), jnp.asarray(function.upper)
-    u = jax.random.uniform(key, (num_points, function.dimension), lower.dtype)
+    u = jax.random.uniform(jax.random.key(0), (num_points, function.dimension), lower.dtype)
     return float(jnp.std(jax.vmap(function)(lower + (upper - lower) * u)))
 
 
@@ -72,7 +72,7 @@ def run_method(function, method, seeds, options, eta_squared=0.0):
     """Simple regret (seeds × evaluations) of one method, all seeds as one vmapped `bo.run`."""
     acquisition, use_plus, use_minus = METHODS[method]
     dimension = function.dimension
-    offset = math.sqrt(eta_squared) * output_scale(function)
+    offset = math.sqrt(eta_squared) * output_scale(function) if eta_squared else 0.0
     keys = jax.random.split(jax.random.key(2021), seeds)
     signs = jnp.where(jax.random.bernoulli(jax.random.key(6), 0.5, (seeds, 2)), 1.0, -1.0)
 
