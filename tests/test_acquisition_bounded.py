@@ -148,6 +148,10 @@ def test_expected_regret_ucb_and_mes():
     np.testing.assert_allclose(
         np.exp(acquisition.log_expected_regret(jnp.asarray(mean), jnp.asarray(variance), optimum)), regret, rtol=1e-10
     )
+    draws = mean + sd * np.random.default_rng(0).standard_normal((400_000, 3))
+    shortfall = np.maximum(optimum - draws, 0.0)  # ERM = E max(f* − f, 0) by Monte Carlo
+    standard_error = shortfall.std(axis=0) / np.sqrt(draws.shape[0])
+    assert np.all(np.abs(shortfall.mean(axis=0) - regret) < 4 * standard_error)
     np.testing.assert_allclose(
         acquisition.upper_confidence_bound(jnp.asarray(mean), jnp.asarray(variance), 2.0),
         mean + np.sqrt(2.0 * variance),
