@@ -6,13 +6,15 @@ unit cube (inputs scaled to [0, 1]^d, outputs standardised, noise-free), a GP (o
 with c = f⁺ + 2η₊) fitted by ML-II (`bo.fit_surrogate`), M = 200 pathwise samples with
 l = 100 random features, their extrema by `sampling.sample_extrema`, and the fraction
 accepted by the per-coordinate 2-sd rule. The functions are minimisation benchmarks and the
-document maximises, so the sampled function is −f with f⁺ = −min f, f⁻ = −max f (exact, in
-standardised units; the document does not say how it negates) and η₊ = η₋ = 0.5d or 1d (the
-table header's η, standardised units).
+document maximises, so by default the sampled function is −f with f⁺ = −min f, f⁻ = −max f
+(exact, in standardised units); the document does not say how it negates, and
+`--orientation as_given` samples f itself with f⁺ = max f, f⁻ = min f instead. η₊ = η₋ = 0.5d
+or 1d (the table header's η, standardised units).
 The document does not state N_train; the default 5d is ours. Seeds run vmapped.
 
 Usage:
     python benchmarks/bes_acceptance.py --seeds 30
+    python benchmarks/bes_acceptance.py --seeds 10 --orientation as_given
     python benchmarks/bes_acceptance.py --quick
 """
 
@@ -48,7 +50,7 @@ DOCUMENT = {
 
 
 @eqx.filter_jit
-def acceptance_ratios(keys, function, eta, num_train, square_root, settings):
+def acceptance_ratios(keys, function, eta, num_train, square_root, settings, negated=True):
     """Per key (vmapped over seeds): the fraction of accepted samples, and the fractions
     whose maximum alone (|g⁺ − f⁺| ≤ 2η₊) and whose minimum alone are within 2 sd."""
     lower, upper = jnp.asarray(function.lower), jnp.asarray(function.upper)
@@ -57,11 +59,14 @@ def acceptance_ratios(keys, function, eta, num_train, square_root, settings):
     def one(key):
         data_key, sample_key, search_key = jax.random.split(key, 3)
         X = jax.random.uniform(data_key, (num_train, dimension))
-        # maximise −f (the document's problems are maximisations): f⁺ = −min f, f⁻ = −max f
-        y = -jax.vmap(function)(lower[None, :] + (upper - lower)[None, :] * X)
+        # negated: maximise −f (the document's problems are maximisations), f⁺ = −min f, f⁻ = −max f;
+        # as given: f itself, f⁺ = max f, f⁻ = min f
+        sign = -1.0 if negated else 1.0
+        y = sign * jax.vmap(function)(lower[None, :] + (upper - lower)[None, :] * X)
         location, scale = jnp.mean(y), jnp.std(y)
         y = (y - location) / scale
-        f_plus, f_minus = (-function.minimum - location) / scale, (-function.maximum - location) / scale
+        highest, lowest = (-function.minimum, -function.maximum) if negated else (function.maximum, function.minimum)
+        f_plus, f_minus = (highest - location) / scale, (lowest - location) / scale
         bounds = bounded.Bounds(f_plus, f_minus, eta, eta)
         offset = bounded.square_root_offset(bounds) if square_root else None
         _, extrema = samples_and_extrema(sample_key, search_key, X, y, offset, settings)
@@ -81,6 +86,7 @@ def main():
     parser.add_argument("--candidates", type=int, default=1000)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--orientation", choices=("negated", "as_given"), default="negated")
     add_synthetic_function_options(parser)
     args = parser.parse_args()
     settings = (200, 100, args.candidates, args.starts, args.steps)
@@ -99,7 +105,13 @@ def main():
             for model in ("GP", "SRGP"):
                 tic = time.time()
                 ratios = acceptance_ratios(
-                    keys, function, eta, args.train_per_dimension * dimension, model == "SRGP", settings
+                    keys,
+                    function,
+                    eta,
+                    args.train_per_dimension * dimension,
+                    model == "SRGP",
+                    settings,
+                    args.orientation == "negated",
                 )
                 ratios, upper_ok, lower_ok = np.asarray(jax.block_until_ready(ratios)).T
                 records.append(
@@ -126,11 +138,12 @@ def main():
         "seeds": seeds,
         "settings": dict(zip(("samples", "features", "candidates", "starts", "steps"), settings)),
         "train_per_dimension": args.train_per_dimension,
+        "orientation": args.orientation,
         "quick": args.quick,
         **host_summary(),
         "wall_seconds": total,
     }
-    stem = "bes_acceptance_quick" if args.quick else "bes_acceptance"
+    stem = "bes_acceptance" + ("" if args.orientation == "negated" else "_as_given") + ("_quick" if args.quick else "")
     write_json(output / f"{stem}.json", {"meta": meta, "records": records})
 
     def cell(name, eta, model):

@@ -20,8 +20,12 @@ ELBO is recorded beside log Z.
 
 Usage:
     python benchmarks/bvbmc_toy.py --dimensions 2 --seeds 2
+    python benchmarks/bvbmc_toy.py --dimensions 6 --seeds 10 --name bvbmc_toy_d6_10seeds
     python benchmarks/bvbmc_toy.py --quick
-Writes `<output-dir>/bvbmc_toy.json` and `.png` (`_quick` with `--quick`) and prints the table.
+Writes `<output-dir>/<name>.json` (default `bvbmc_toy`, `bvbmc_toy_quick` with `--quick`) after every
+run and its `.png` at the end, and prints the table of every record in the file. A rerun keeps the
+file's records and skips the (problem, D, seed) runs it already has, so a long run can be stopped
+and resumed (use another `--name` to start over).
 """
 
 import jax
@@ -120,26 +124,32 @@ def main():
     parser.add_argument("--dimensions", type=int, nargs="+", default=[2])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--name", default=None, help="the JSON is OUTPUT_DIR/NAME.json (default bvbmc_toy)")
     parser.add_argument("--problem-seed", type=int, default=0)
     parser.add_argument("--budget", type=int, default=100)
     add_output_dir_and_quick(parser)
     arguments = parser.parse_args()
     budget, options, algorithm = run_settings(arguments.budget, arguments.quick)
-    records = []
+    stem = arguments.name or ("bvbmc_toy_quick" if arguments.quick else "bvbmc_toy")
+    path = arguments.output_dir / f"{stem}.json"
+    records = json.loads(path.read_text())["records"] if path.exists() else []
+    done = {(r["problem"], r["dimension"], r["seed"]) for r in records}
     for dimension in arguments.dimensions:
         for problem in arguments.problems:
-            for seed in range(arguments.seeds):
+            for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
+                if (problem, dimension, seed) in done:
+                    continue
                 record = run(problem, dimension, seed, arguments.problem_seed, budget, options, algorithm)
                 records.append(record)
                 print(json.dumps(record), flush=True)
-    suffix = "_quick" if arguments.quick else ""
-    output = {
-        "date": utc_timestamp(),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-        "budget": budget,
-        "records": records,
-    }
-    write_json(arguments.output_dir / f"bvbmc_toy{suffix}.json", output)
+                output = {
+                    "date": utc_timestamp(),
+                    "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+                    "budget": budget,
+                    "records": records,
+                }
+                write_json(path, output)
 
     rows = [
         "| problem | D | seeds | median gsKL [min, max] | thesis BVBMC | thesis VBMC "
@@ -165,7 +175,7 @@ def main():
     axis.set_xticks(range(len(THESIS)), [f"{p}\nD={d}" for p, d in THESIS], fontsize=6)
     axis.set_ylabel("gsKL")
     axis.legend()
-    save_figure(figure, arguments.output_dir / f"bvbmc_toy{suffix}.png")
+    save_figure(figure, arguments.output_dir / f"{stem}.png")
     print("\n".join(rows))
 
 
