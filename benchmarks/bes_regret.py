@@ -137,6 +137,7 @@ def main():
     parser.add_argument("--candidates", type=int, default=256)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--square-root-centre", choices=("data", "bound"), default="data", help="BOOptions field")
     parser.add_argument("--name", default=None, help="the JSON is OUTPUT_DIR/NAME.json (default bes_regret)")
     parser.add_argument("--table", action="store_true", help="only print the table of the stored results")
     add_synthetic_function_options(parser)
@@ -146,10 +147,12 @@ def main():
         num_candidates=args.candidates,
         num_starts=args.starts,
         search_steps=args.steps,
+        square_root_centre=args.square_root_centre,
     )
     seeds = args.seeds
     if args.quick:
-        options = bo.BOOptions(num_samples=4, num_features=20, num_candidates=16, num_starts=2, search_steps=3)
+        quick = {"num_samples": 4, "num_features": 20, "num_candidates": 16, "num_starts": 2, "search_steps": 3}
+        options = dataclasses.replace(options, **quick)
         seeds = 2
     output = Path(args.output_dir)
     stem = args.name or ("bes_regret_quick" if args.quick else "bes_regret")

@@ -73,6 +73,15 @@ def test_bes_falls_back_to_ei_when_nothing_is_accepted():
     np.testing.assert_allclose(x, ei_argmax, rtol=1e-12)
 
 
+def test_square_root_centre_reaches_the_surrogate():
+    X = jax.random.uniform(jax.random.key(3), (6, 2))
+    y = jnp.sin(3.0 * X[:, 0]) - X[:, 1]
+    offset = jnp.asarray(2.0)
+    for centre, root_mean in (("data", 2.0), ("bound", 0.0)):
+        surrogate = bo.fit_surrogate(X, y, jnp.ones(6, bool), offset, 5, centre)
+        np.testing.assert_allclose(surrogate.posterior.root.mean.constant.value, root_mean, rtol=1e-12)
+
+
 def test_minimize_records_failures_and_keeps_the_sign():
     calls = []
 
@@ -126,3 +135,5 @@ def test_bad_input_is_rejected():
         bo.init(BRANIN_LOWER, BRANIN_UPPER, budget=2, f_plus=1.0)
     with pytest.raises(ValueError, match="`acquisition` must be one of"):
         bo.BOOptions(acquisition="pi")
+    with pytest.raises(ValueError, match="`square_root_centre`"):
+        bo.BOOptions(square_root_centre="middle")

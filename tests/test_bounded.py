@@ -1,6 +1,6 @@
 """Tests of `gpcompose.bounded`: log weights against scipy's Gaussian densities,
 acceptance rules, the weighted estimate (and its η → ∞ limit), the square-root GP's
-round trip, upper bound, clamping guard, moment-matched predictive against Monte Carlo,
+round trip, upper bound, clamping guard, prior centres, moment-matched predictive against Monte Carlo,
 look-ahead variance against a dense refit, and bad input."""
 
 import equinox as eqx
@@ -128,6 +128,23 @@ def test_moment_matching_against_monte_carlo(getkey):
     linear_mean, linear_variance = bounded.predict_linearised(posterior, X_test)
     np.testing.assert_allclose(matched_mean - linear_mean, -0.5 * root_variance, rtol=1e-12)
     np.testing.assert_allclose(matched_variance - linear_variance, 0.5 * root_variance**2, rtol=1e-12)
+
+
+def test_root_prior_centres_far_from_the_data(getkey):
+    # Far from the data h has its prior N(m_h, k(x, x)), so the exact mean of f = c − ½h² is
+    # c − ½(m_h² + k): "data" (m_h = √(2c)) centres f at 0 − ½k, "bound" (m_h = 0) at c − ½k.
+    kernel, X, y = problem(getkey())
+    offset = 1.4
+    far = jnp.asarray([[40.0]])
+    for centre, expected in (("data", -0.5 * 0.8), ("bound", offset - 0.5 * 0.8)):
+        mean = bounded.root_prior_mean(jnp.asarray(offset), centre)
+        posterior = bounded.condition_square_root(kernel, X, y, 1e-3, offset, mean=mean)
+        matched_mean, _ = bounded.predict_moment_matched(posterior, far)
+        np.testing.assert_allclose(matched_mean, [expected], rtol=1e-10)
+    default = bounded.condition_square_root(kernel, X, y, 1e-3, offset)
+    np.testing.assert_allclose(bounded.predict_moment_matched(default, far)[0], [-0.4], rtol=1e-10)
+    with pytest.raises(ValueError, match="`centre`"):
+        bounded.root_prior_mean(jnp.asarray(offset), "middle")
 
 
 def test_square_root_lookahead_equals_refit(getkey):

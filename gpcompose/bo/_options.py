@@ -16,6 +16,8 @@ class BOOptions(eqx.Module):
 
     acquisition: Acquisition = eqx.field(static=True, default="bes")
     square_root: bool = eqx.field(static=True, default=True)  # BES/ERM on the SRGP when f⁺ is given
+    # [ours] the SRGP's prior centre: "data" (f prior mean 0) or "bound" (f prior mean c); bounded.root_prior_mean
+    square_root_centre: Literal["data", "bound"] = eqx.field(static=True, default="data")
     num_samples: int = eqx.field(static=True, default=200)  # M
     num_features: int = eqx.field(static=True, default=100)  # l, random Fourier features
     eta_plus_squared_per_dimension: float = eqx.field(static=True, default=0.02)  # η₊² = 0.02 d (standardised)
@@ -29,6 +31,8 @@ class BOOptions(eqx.Module):
     def __check_init__(self):
         if self.acquisition not in ACQUISITIONS:
             raise ValueError(f"`acquisition` must be one of {ACQUISITIONS}, got {self.acquisition!r}.")
+        if self.square_root_centre not in ("data", "bound"):
+            raise ValueError(f"`square_root_centre` must be 'data' or 'bound', got {self.square_root_centre!r}.")
         for name in ("num_samples", "num_features", "num_candidates", "num_starts", "fit_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")

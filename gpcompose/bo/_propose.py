@@ -117,7 +117,7 @@ def propose(state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], dict
     y = jnp.where(state.succeeded, (state.targets - location) / scale, 0.0)
     bounds = standardised_bounds(state, location, scale)
     offset = square_root_offset(bounds) if _uses_square_root(state) else None
-    surrogate = fit_surrogate(state.inputs, y, state.succeeded, offset, options.fit_steps)
+    surrogate = fit_surrogate(state.inputs, y, state.succeeded, offset, options.fit_steps, options.square_root_centre)
     best = jnp.max(jnp.where(state.succeeded, y, -jnp.inf))
     observed = state.inputs
     num_clamped = getattr(surrogate.posterior, "num_clamped", jnp.zeros((), jnp.int32))

@@ -11,13 +11,15 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from .. import gp
 from .._maximise import maximise
 from ..bounded import (
+    RootPriorMean,
     SquareRootPosterior,
     condition_square_root,
     predict_linearised,
+    root_prior_mean,
     square_root_lookahead_variance,
     square_root_pathwise,
 )
-from ..bounded._square_root import default_root_mean, square_root_targets
+from ..bounded._square_root import square_root_targets
 from ..kernels import SquaredExponential
 from ..means import AbstractMean, Zero
 from ..parameters import Positive
@@ -92,10 +94,12 @@ def fit_surrogate(
     mask: Bool[Array, " C"],
     offset: Float[Array, ""] | None,
     fit_steps: int,
+    root_centre: RootPriorMean = "data",
 ) -> Surrogate:
     """ML-II fit (optimistix BFGS through `maximise`) of a GP to standardised outputs `y`
     (zero prior mean), or with an `offset` c to h = √(2(c − y)) for the square-root GP
-    (prior mean √(2c), Alg. 1). A fit that ends non-finite keeps the initial values."""
+    (Alg. 1; prior mean of h `bounded.root_prior_mean(c, root_centre)`). A fit that ends
+    non-finite keeps the initial values."""
     mean: AbstractMean
     count = jnp.maximum(jnp.sum(mask), 1).astype(X.dtype)
     if offset is None:
@@ -103,7 +107,7 @@ def fit_surrogate(
         variance = jnp.ones((), X.dtype)
     else:
         targets, _ = square_root_targets(y, offset, mask)
-        mean = default_root_mean(offset)
+        mean = root_prior_mean(offset, root_centre)
         spread = jnp.sum(jnp.where(mask, (targets - mean.constant.value) ** 2, 0.0)) / count
         variance = jnp.maximum(spread, 0.05)
     initial = _initial_parameters(X.shape[1], variance)
@@ -115,5 +119,5 @@ def fit_surrogate(
     if offset is None:
         posterior = gp.condition(parameters["kernel"], mean, X, targets, noise_variance, mask=mask)
     else:
-        posterior = condition_square_root(parameters["kernel"], X, y, noise_variance, offset, mask=mask)
+        posterior = condition_square_root(parameters["kernel"], X, y, noise_variance, offset, mean=mean, mask=mask)
     return Surrogate(posterior, noise_variance)
