@@ -2,6 +2,8 @@ from typing import Literal
 
 import equinox as eqx
 
+from ..bounded import RootPriorMean
+
 ACQUISITIONS = ("bes", "ei", "ucb", "mes", "ts", "erm", "random")
 
 Acquisition = Literal["bes", "ei", "ucb", "mes", "ts", "erm", "random"]
@@ -17,7 +19,7 @@ class BOOptions(eqx.Module):
     acquisition: Acquisition = eqx.field(static=True, default="bes")
     square_root: bool = eqx.field(static=True, default=True)  # BES/ERM on the SRGP when f⁺ is given
     # [ours] the SRGP's prior centre: "data" (f prior mean 0) or "bound" (f prior mean c); bounded.root_prior_mean
-    square_root_centre: Literal["data", "bound"] = eqx.field(static=True, default="data")
+    square_root_centre: RootPriorMean = eqx.field(static=True, default="data")
     num_samples: int = eqx.field(static=True, default=200)  # M
     num_features: int = eqx.field(static=True, default=100)  # l, random Fourier features
     eta_plus_squared_per_dimension: float = eqx.field(static=True, default=0.02)  # η₊² = 0.02 d (standardised)
