@@ -3,6 +3,7 @@ from typing import Literal
 import equinox as eqx
 
 from ..bounded import RootPriorMean
+from ..bounded._square_root import check_root_centre
 
 ACQUISITIONS = ("bes", "ei", "ucb", "mes", "ts", "erm", "random")
 
@@ -33,8 +34,7 @@ class BOOptions(eqx.Module):
     def __check_init__(self):
         if self.acquisition not in ACQUISITIONS:
             raise ValueError(f"`acquisition` must be one of {ACQUISITIONS}, got {self.acquisition!r}.")
-        if self.square_root_centre not in ("data", "bound"):
-            raise ValueError(f"`square_root_centre` must be 'data' or 'bound', got {self.square_root_centre!r}.")
+        check_root_centre(self.square_root_centre, "square_root_centre")
         for name in ("num_samples", "num_features", "num_candidates", "num_starts", "fit_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")

@@ -1,4 +1,4 @@
-from typing import Literal
+from typing import Literal, get_args
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -51,15 +51,21 @@ def root_prior_mean(offset: Float[Array, ""], centre: RootPriorMean = "data") ->
 
     - `"data"` (default): m_h = √(2c), for which f = c − ½h² has prior mean c − ½m_h² = 0, the
       mean of standardised data (our choice, after the predecessor code's √(2f*)).
-    - `"bound"`: m_h = 0 (WSABI's zero-mean h), for which f reverts to c − ½σ_h² → c away from the
-      data: the prior puts the unexplored region at the upper bound. Samples' maxima then land near
-      c, which is what the document's SRGP acceptance ratios (Table 1) need; see benchmarks/README.md.
+    - `"bound"`: m_h = 0 (WSABI's zero-mean h), for which away from the data f has the linearised
+      mean c and the exact mean c − ½k(x, x): the prior puts the unexplored region at the upper bound.
+      Samples' maxima then land near c, which is what the document's SRGP acceptance ratios (Table 1)
+      need; see benchmarks/README.md.
     """
+    check_root_centre(centre, "centre")
     if centre == "data":
         return Constant(Fixed(jnp.sqrt(2.0 * jnp.maximum(offset, 0.0))))
-    if centre == "bound":
-        return Constant(Fixed(jnp.zeros_like(offset)))
-    raise ValueError(f"`centre` must be 'data' or 'bound', got {centre!r}.")
+    return Constant(Fixed(jnp.zeros_like(offset)))
+
+
+def check_root_centre(centre: str, name: str) -> None:
+    """Raise a ValueError naming the argument `name` unless `centre` is a `RootPriorMean`."""
+    if centre not in get_args(RootPriorMean):
+        raise ValueError(f"`{name}` must be one of {get_args(RootPriorMean)}, got {centre!r}.")
 
 
 def condition_square_root(
