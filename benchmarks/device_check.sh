@@ -9,6 +9,7 @@
 #      $STEINGP_DATASETS (none by default; the sets too slow for 2 CPU cores, e.g. "concrete energy
 #      wine_quality_red breast_cancer"), results in $OUT/steingp/steingp_uci_<set>.json (written after every
 #      fit), each set limited to $STEINGP_TIMEOUT seconds; needs .device_data/uci and .device_data/classification;
+#      a name ending in _deduplicated (e.g. wine_quality_red_deduplicated) runs that set with --deduplicate;
 #   4. the BO regret grid (`bes_regret.py`: every method, 30 seeds vmapped, M = 200 samples and the `BOOptions`
 #      search defaults, bounds exact and misspecified by η² = 0.3, 0.5, 1) for each function of $BES_FUNCTIONS
 #      (none by default; e.g. "forrester branin rosenbrock mccormick hartmann3 alpine1 gsobol"), results in
@@ -46,8 +47,12 @@ done
 
 for dataset in ${STEINGP_DATASETS:-}; do
     start=$(date +%s)
-    timeout "${STEINGP_TIMEOUT:-240}" python3 benchmarks/steingp_uci.py --datasets "$dataset" --data-dir "$DATA_DIR" \
-        --output-dir "$OUT/steingp" --name "steingp_uci_$dataset" 2>&1 | tail -n 8
+    source_set=${dataset%_deduplicated}
+    deduplicate=()
+    [ "$source_set" != "$dataset" ] && deduplicate=(--deduplicate)
+    timeout "${STEINGP_TIMEOUT:-240}" python3 benchmarks/steingp_uci.py --datasets "$source_set" \
+        ${deduplicate[@]+"${deduplicate[@]}"} --data-dir "$DATA_DIR" --output-dir "$OUT/steingp" \
+        --name "steingp_uci_$dataset" 2>&1 | tail -n 8
     echo "steingp_uci $dataset: exit ${PIPESTATUS[0]}, $(($(date +%s) - start)) s"
 done
 
