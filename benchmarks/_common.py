@@ -14,6 +14,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import subprocess
 import time
 from pathlib import Path
 
@@ -163,6 +164,19 @@ def timed_steingp_fit(X, y, X_test, y_test, seed, **fit_options):
 
 
 # --------------------------------------------------------------------------- output files
+
+
+def code_version() -> str:
+    """The commit the run used, with "+changes" if gpcompose/ or benchmarks/ differ from it."""
+
+    def git(*arguments):
+        return subprocess.run(
+            ["git", *arguments], cwd=Path(__file__).resolve().parent, capture_output=True, text=True
+        ).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--", "../gpcompose", ".")
+    return commit + ("+changes" if changed else "")
 
 
 def write_json(path, data, indent=1):

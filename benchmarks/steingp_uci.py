@@ -41,7 +41,7 @@ import time  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from _common import ml2_fit_predict, timed_steingp_fit, utc_timestamp, write_json  # noqa: E402
+from _common import code_version, ml2_fit_predict, timed_steingp_fit, utc_timestamp, write_json  # noqa: E402
 
 from gpcompose.kernels import SquaredExponential  # noqa: E402
 from gpcompose.likelihoods import Bernoulli, Gaussian  # noqa: E402
@@ -259,6 +259,7 @@ def main():
     particle_counts = [int(count) for count in args.particles.split(",")]
     optimizer = optax.adam(args.learning_rate)
     records = []
+    code = code_version()  # at the start: the modules are imported, later edits do not run
 
     def add(record):
         records.append(record)
@@ -268,6 +269,7 @@ def main():
             {
                 "arguments": vars(args),
                 "date": utc_timestamp(),
+                "code": code,
                 "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "load": os.getloadavg()},
                 "records": records,
                 "document_table_8": {key: {str(k): v for k, v in row.items()} for key, row in DOCUMENT_TABLE_8.items()},

@@ -54,7 +54,6 @@ import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
-import subprocess  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -62,7 +61,7 @@ from pathlib import Path  # noqa: E402
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
+from _common import agg_pyplot, code_version, save_figure, utc_timestamp, write_json  # noqa: E402
 
 from gpcompose import sparse, svbmc  # noqa: E402
 from gpcompose.benchmarks import (  # noqa: E402
@@ -489,17 +488,6 @@ def run_problems(args, options, num_metric_samples, output_dir):
                 print(problem_name, json.dumps(outcome), flush=True)
                 record["runs"].append(outcome)
             write_json(path, record)
-
-
-def code_version() -> str:
-    """The commit the run used, with "+changes" if gpcompose/ or benchmarks/ differ from it."""
-
-    def git(*arguments):
-        return subprocess.run(["git", *arguments], cwd=HERE, capture_output=True, text=True).stdout.strip()
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    changed = git("status", "--porcelain", "--", "../gpcompose", ".")
-    return commit + ("+changes" if changed else "")
 
 
 def wall_seconds(run):

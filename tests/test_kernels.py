@@ -348,6 +348,40 @@ def test_cross_gram_diagonal_agree(name):
     np.testing.assert_allclose(KERNELS[name].evaluate(X[7], X[1]), result["gram"][7, 1], rtol=1e-13, atol=1e-16)
 
 
+@eqx.filter_jit
+def _vectorised_and_pairwise(kernel, X1, X2):
+    """`cross` (one matrix product for stationary kernels) and the pairwise form that vmaps
+    `evaluate`, with their gradients in the kernel's parameters."""
+
+    def pairwise(k):
+        return jax.vmap(lambda a: jax.vmap(lambda b: k.evaluate(a, b))(X2))(X1)
+
+    weights = jnp.cos(jnp.arange(X1.shape[0] * X2.shape[0], dtype=X1.dtype)).reshape(X1.shape[0], X2.shape[0])
+    vectorised_gradient = eqx.filter_grad(lambda k: jnp.sum(weights * k.cross(X1, X2)))(kernel)
+    pairwise_gradient = eqx.filter_grad(lambda k: jnp.sum(weights * pairwise(k)))(kernel)
+    return kernel.cross(X1, X2), pairwise(kernel), vectorised_gradient, pairwise_gradient
+
+
+@pytest.mark.parametrize(
+    "name", ["squared_exponential", "matern12", "matern32", "matern52", "rational_quadratic", "active_dims", "sum"]
+)
+def test_vectorised_cross_equals_pairwise_evaluation_far_from_the_origin(name):
+    # Inputs 10³ from the origin with unit spread: without centring, |a|² ≈ 10⁶ would put
+    # rounding errors of ~10⁻¹⁰ into r²; with it they stay near machine precision.
+    kernel = KERNELS[name]
+    X1 = 1e3 + _inputs(31, n=8)
+    X2 = 1e3 + _inputs(32, n=5)
+    X2[2] = X1[4]  # coincident inputs in different rows: r² = 0 exactly
+    cross, pairwise, gradient, pairwise_gradient = _vectorised_and_pairwise(kernel, jnp.asarray(X1), jnp.asarray(X2))
+    np.testing.assert_allclose(cross, pairwise, rtol=1e-12, atol=1e-15)
+    assert cross[4, 2] == pairwise[4, 2]
+    for leaf, reference in zip(
+        jax.tree_util.tree_leaves(eqx.filter(gradient, eqx.is_inexact_array)),
+        jax.tree_util.tree_leaves(eqx.filter(pairwise_gradient, eqx.is_inexact_array)),
+    ):
+        np.testing.assert_allclose(leaf, reference, rtol=1e-9, atol=1e-12)
+
+
 def test_call_is_cross():
     X1, X2 = jnp.asarray(_inputs(22)), jnp.asarray(_inputs(23, n=5))
     kernel = KERNELS["matern52"]

@@ -47,7 +47,7 @@ class AbstractMatern(AbstractSpectralKernel):
     def smoothness(self) -> float:
         """ν."""
 
-    def correlation(self, squared_distance: Float[Array, ""]) -> Float[Array, ""]:
+    def correlation(self, squared_distance: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
         return matern_correlation(self.smoothness, safe_sqrt(squared_distance))
 
     def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:

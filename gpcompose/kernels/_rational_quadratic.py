@@ -12,6 +12,6 @@ class RationalQuadratic(AbstractStationaryKernel):
 
     mixture: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
 
-    def correlation(self, squared_distance: Float[Array, ""]) -> Float[Array, ""]:
+    def correlation(self, squared_distance: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
         alpha = self.mixture.value
         return jnp.exp(-alpha * jnp.log1p(squared_distance / (2.0 * alpha)))

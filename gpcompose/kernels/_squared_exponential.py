@@ -11,7 +11,7 @@ class SquaredExponential(AbstractSpectralKernel):
     Spectral density: ω ~ N(0, diag(ℓ⁻²)).
     """
 
-    def correlation(self, squared_distance: Float[Array, ""]) -> Float[Array, ""]:
+    def correlation(self, squared_distance: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
         return jnp.exp(-0.5 * squared_distance)
 
     def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:
