@@ -19,8 +19,9 @@ class AbstractKernel(eqx.Module):
     """A positive-definite covariance function k(x, x′).
 
     Subclasses implement `evaluate` on two single points; `gram`, `cross` (also
-    `kernel(X1, X2)`) and `diagonal` vmap it. `k1 + k2`, `k1 * k2` and `c * k` build
-    `Sum`, `Product` and `Product(Constant(c), k)` modules.
+    `kernel(X1, X2)`) and `diagonal` vmap it unless a subclass has a faster matrix form
+    (stationary kernels: one matrix product for all squared distances). `k1 + k2`,
+    `k1 * k2` and `c * k` build `Sum`, `Product` and `Product(Constant(c), k)` modules.
     """
 
     @abc.abstractmethod
