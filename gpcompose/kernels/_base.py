@@ -8,11 +8,12 @@ from jaxtyping import Array, ArrayLike, Float
 from .._validation import check_inputs
 
 
-def select_dims(active_dims: tuple[int, ...] | None, x: Float[Array, " D"]) -> Float[Array, " d"]:
-    """The coordinates of `x` a kernel acts on (all of them when `active_dims` is None)."""
+def select_dims(active_dims: tuple[int, ...] | None, x: Float[Array, "*N D"]) -> Float[Array, "*N d"]:
+    """The coordinates (last axis) of a point or rows of points that a kernel acts on (all
+    of them when `active_dims` is None)."""
     if active_dims is None:
         return x
-    return x[jnp.asarray(active_dims)]
+    return x[..., jnp.asarray(active_dims)]
 
 
 class AbstractKernel(eqx.Module):

@@ -88,9 +88,7 @@ class AbstractStationaryKernel(AbstractKernel):
 
     def _scaled_inputs(self, X: Float[Array, "N D"]) -> Float[Array, "N d"]:
         """X/ℓ on the active dimensions."""
-        if self.active_dims is not None:
-            X = X[:, jnp.asarray(self.active_dims)]
-        return X / jnp.atleast_1d(self.lengthscale.value)[None, :]
+        return select_dims(self.active_dims, X) / jnp.atleast_1d(self.lengthscale.value)[None, :]
 
 
 class AbstractSpectralKernel(AbstractStationaryKernel):
