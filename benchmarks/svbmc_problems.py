@@ -498,8 +498,26 @@ def wall_seconds(run):
     return run["total_seconds"]
 
 
-def table(output_dir):
-    results = {path.stem: json.loads(path.read_text()) for path in sorted(output_dir.glob("*.json"))}
+def merged_results(directories):
+    """Each problem's record with the runs of every directory (one code version per
+    directory, e.g. `results/svbmc/<code>/svbmc`); a seed found twice is an error."""
+    results = {}
+    for directory in directories:
+        for path in sorted(Path(directory).glob("*.json")):
+            record = json.loads(path.read_text())
+            if path.stem not in results:
+                results[path.stem] = record
+                continue
+            seeds = {run["seed"] for run in results[path.stem]["runs"]}
+            repeated = seeds & {run["seed"] for run in record["runs"]}
+            if repeated:
+                raise ValueError(f"{path}: seeds {sorted(repeated)} of {path.stem} are in an earlier directory too")
+            results[path.stem]["runs"] += record["runs"]
+    return results
+
+
+def table(directories, figure_path):
+    results = merged_results(directories)
     rows = [
         "| problem | seeds | ΔLML | MMTV | GsKL | paper ΔLML | paper MMTV | paper GsKL | target (ΔLML, MMTV) "
         "| median wall (s) |",
@@ -532,7 +550,7 @@ def table(output_dir):
         axis.set_xticks(range(len(results)), list(results), rotation=30, fontsize=7, ha="right")
         axis.set_yscale("log")
         axis.set_title(metric)
-    save_figure(figure, output_dir.parent / "svbmc_problems.png")
+    save_figure(figure, figure_path)
 
 
 def main():
@@ -545,6 +563,12 @@ def main():
     parser.add_argument("--data-dir", default=str(HERE.parent.parent / "shared" / "data"))
     parser.add_argument("--output-dir", default=str(HERE / "results"))
     parser.add_argument("--table", action="store_true", help="only print the table of the stored results")
+    parser.add_argument(
+        "--table-from",
+        nargs="+",
+        default=None,
+        help="with --table: merge the seeds stored in these directories (each a `.../svbmc` of one code version)",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
     parser.add_argument(
         "--rotated-mixture", action="store_true", help="rotated mixture (default: the document's axis-aligned one)"
@@ -570,7 +594,7 @@ def main():
     if not args.table:
         options, num_metric_samples = run_settings(args)
         run_problems(args, options, num_metric_samples, output_dir)
-    table(output_dir)
+    table(args.table_from or [output_dir], output_dir.parent / "svbmc_problems.png")
 
 
 if __name__ == "__main__":
