@@ -37,11 +37,13 @@ moments and the reference moments.
 Each seed's outcome is appended to `<output-dir>/svbmc/<problem>.json` as soon as it is
 done, so a long run can be stopped and continued with `--first-seed`; `--table` reads
 every problem file there and prints the Markdown table (paper values beside ours) and
-writes `svbmc_problems.png`.
+writes `svbmc_problems.png`; `--table --table-from DIR ...` merges the seeds stored in several
+such directories (one per code version) into that table.
 
 Usage:
     python benchmarks/svbmc_problems.py --problems two_moons_vsbq --seeds 20
     python benchmarks/svbmc_problems.py --table
+    python benchmarks/svbmc_problems.py --table --table-from results/svbmc/62ab05b/svbmc results/svbmc/62d5e3b/svbmc
     python benchmarks/svbmc_problems.py --quick
 """
 
