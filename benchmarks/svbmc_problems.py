@@ -77,6 +77,7 @@ from gpcompose.benchmarks import (  # noqa: E402
     slice_sampling_evaluations,
 )
 from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
+from gpcompose.svbmc._training import censoring_level  # noqa: E402
 from gpcompose.transforms import BoundedTransform  # noqa: E402
 
 plt = agg_pyplot()
@@ -399,7 +400,13 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
     )
     if trace:
         progress(init_state)
-    result = svbmc.fit(noisy_black_box(problem, seed), X, y, key=fit_key, state=init_state, callback=progress)
+    final = [init_state]
+
+    def callback(state):
+        final[0] = state
+        progress(state)
+
+    result = svbmc.fit(noisy_black_box(problem, seed), X, y, key=fit_key, state=init_state, callback=callback)
     jax.block_until_ready(result.elbo)
     total_seconds = time.perf_counter() - start
     # the same metrics for the state after init, before any new evaluation: what the active phase adds
@@ -410,10 +417,20 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
         "initial_best": float(np.max(np.where(np.isfinite(y), y, -np.inf))),
         **outcome_metrics(problem, result, sample_key, reference_key, num_metric_samples),
         **{f"after_init_{name}": before[name] for name in ("elbo", "delta_lml", "mmtv", "gskl", "num_components")},
+        "num_active_below_trim_level": active_below_trim_level(final[0]),
         "initial_seconds": initial_seconds,
         "total_seconds": total_seconds,
         "load_average": list(os.getloadavg()),
     }
+
+
+def active_below_trim_level(state) -> int:
+    """How many active-phase evaluations lie below the final trimming level y⋆ = max lcb − η:
+    the ones `training_rows` censors (and the code before 2026-11-28 trimmed)."""
+    rows = (state.inputs, state.log_densities, state.observation_variance, state.succeeded)
+    level = censoring_level(rows, state.options)
+    active = np.asarray(state.succeeded) & (np.arange(state.capacity) >= int(state.num_initial))
+    return int(np.sum(active & (np.asarray(state.log_densities) < float(level))))
 
 
 def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budget=None, batch_size=None):

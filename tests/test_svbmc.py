@@ -375,3 +375,21 @@ def test_a_round_whose_every_candidate_peaks_keeps_the_last_posterior_and_mixtur
     )
     for new, old in zip(jax.tree_util.tree_leaves((posterior, mixture)), jax.tree_util.tree_leaves(previous[1:])):
         np.testing.assert_array_equal(new, old)
+
+
+def test_tell_censors_an_evaluation_far_below_at_the_trimming_level(small_state):
+    """An active-phase value below y⋆ = max lcb − η enters the rank-1 update as y⋆
+    (`_training.training_rows`): telling 10⁴ below and telling y⋆ give the same sparse GP,
+    which a value at y⋆ + 1 does not."""
+    x = small_state.transform.from_unbounded(small_state.posterior.inducing_inputs[0] + 3.0)
+    rows = (small_state.inputs, small_state.log_densities, small_state.observation_variance, small_state.succeeded)
+    level = float(_training.censoring_level(rows, small_state.options))
+    jacobian = float(small_state.transform.log_abs_det_jacobian(small_state.transform.to_unbounded(x)))
+
+    def mean_after(value):
+        posterior = svbmc.tell(small_state, x, value).posterior
+        return np.asarray(sparse.predict(posterior, small_state.inputs[:20])[0])
+
+    far_below = mean_after(level - 1e4 - jacobian)
+    np.testing.assert_allclose(far_below, mean_after(level - jacobian), rtol=1e-12, atol=1e-12)
+    assert np.max(np.abs(far_below - mean_after(level + 1.0 - jacobian))) > 1e-6

@@ -4,7 +4,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
+from gpcompose.svbmc import SVBMCOptions
+from gpcompose.svbmc._training import censoring_level, training_rows
 from gpcompose.svbmc._trimming import trim_mask
 
 
@@ -60,3 +63,26 @@ def test_jit_once_vmap_and_float32(getkey):
 
     keep = trim_mask(jnp.array([0.0, -39.0, -41.0], jnp.float32), jnp.float32(0.0), jnp.ones(3, bool), 40.0)
     np.testing.assert_array_equal(keep, [True, True, False])
+
+
+def test_active_phase_rows_below_the_trimming_level_are_censored_not_dropped():
+    """`training_rows`: initial rows below y⋆ = max lcb − η are trimmed (App. B.1); an
+    active-phase row that low is kept with its value raised to y⋆ and the shaping noise of
+    Δy = y_max − y⋆ (eq. S17); with `censor_active_evaluations=False` it is trimmed too."""
+    # D = 2: η = 40, θ_σ = 20, σ²_obs = 1e-5; rows 0–3 initial, 4–6 active (row 6 failed)
+    y = jnp.array([0.0, -10.0, -50.0, -45.0, -1000.0, -5.0, -2000.0])
+    variance = jnp.full(7, 1e-5)
+    succeeded = jnp.array([True, True, True, True, True, True, False])
+    rows = (jnp.zeros((7, 2)), y, variance, succeeded)
+    level = 0.0 - 1.96 * np.sqrt(1e-5) - 40.0
+
+    keep, values, noise = training_rows(rows, SVBMCOptions(), 4)
+    np.testing.assert_array_equal(keep, [True, True, False, False, True, True, False])
+    np.testing.assert_allclose(values[:6], [0.0, -10.0, -50.0, -45.0, level, -5.0], rtol=1e-14)
+    # σ²_shape(Δy) = σ²_med + λ²(Δy − θ)² for Δy ≥ θ: 1 + 0.05²·(−level − 20)²
+    np.testing.assert_allclose(noise[4], 1e-5 + 1.0 + 0.05**2 * (-level - 20.0) ** 2, rtol=1e-12)
+    assert float(censoring_level(rows, SVBMCOptions())) == pytest.approx(level, rel=1e-14)
+
+    keep, values, _ = training_rows(rows, SVBMCOptions(censor_active_evaluations=False), 4)
+    np.testing.assert_array_equal(keep, [True, True, False, False, False, True, False])
+    np.testing.assert_array_equal(values, y)

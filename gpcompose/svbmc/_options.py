@@ -25,6 +25,9 @@ class SVBMCOptions(eqx.Module):
     noiseless_variance: float = eqx.field(static=True, default=1e-5)  # σ²_obs of exact targets
     trim_beta: float = eqx.field(static=True, default=1.96)
     trim_threshold_per_dimension: float = eqx.field(static=True, default=20.0)  # η_trim / D
+    # [ours] an active-phase evaluation below the trimming level is kept, its value raised to
+    # that level (a censored "at most this high"), instead of trimmed (`_training.training_rows`)
+    censor_active_evaluations: bool = eqx.field(static=True, default=True)
     shaping_minimum_variance: float = eqx.field(static=True, default=1e-3)
     shaping_median_variance: float = eqx.field(static=True, default=1.0)
     shaping_slope: float = eqx.field(static=True, default=0.05)  # λ_σ

@@ -34,8 +34,21 @@ def trim_mask(
     mask = jnp.asarray(mask, bool)
     if mask.shape != (num_points,):
         raise ValueError(f"`mask` must have shape ({num_points},) to match `y`, got shape {mask.shape}.")
-    beta = jnp.asarray(beta, y.dtype)
-    lower_confidence = y - beta * observation_sd
-    upper_confidence = y + beta * observation_sd
+    upper_confidence = y + jnp.asarray(beta, y.dtype) * observation_sd
+    return mask & (upper_confidence >= trim_level(y, observation_sd, mask, threshold, beta=beta))
+
+
+def trim_level(
+    y: Float[ArrayLike, " N"],
+    observation_sd: Float[ArrayLike, "*N"],
+    mask: Bool[ArrayLike, " N"],
+    threshold: Float[ArrayLike, ""],
+    *,
+    beta: Float[ArrayLike, ""] = 1.96,
+) -> Float[Array, ""]:
+    """The level y⋆ = max_m lcb_m − η below which `trim_mask` removes a row (its ucb_n < y⋆);
+    the arguments are those of `trim_mask`, already validated."""
+    y = jnp.asarray(y)
+    lower_confidence = y - jnp.asarray(beta, y.dtype) * observation_sd
     best_lower_confidence = jnp.max(jnp.where(mask, lower_confidence, -jnp.inf))
-    return mask & (best_lower_confidence - upper_confidence <= jnp.asarray(threshold, y.dtype))
+    return best_lower_confidence - jnp.asarray(threshold, y.dtype)

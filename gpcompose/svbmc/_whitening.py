@@ -82,9 +82,9 @@ def refit_whitened(
         previous=None,
     )
     # one set of training rows and noises serves both: y moved by a constant, which they do not see
-    keep, noise = training_rows((inputs, log_densities, observation_variance, succeeded), options)
-    old_score = surrogate_score(fit[0], inputs, log_densities, noise, keep)
-    new_score = surrogate_score(new_fit[0], new_inputs, new_log_densities, noise, keep)
+    keep, values, noise = training_rows((inputs, log_densities, observation_variance, succeeded), options, num_initial)
+    old_score = surrogate_score(fit[0], inputs, values, noise, keep)
+    new_score = surrogate_score(new_fit[0], new_inputs, values + (new_log_densities - log_densities), noise, keep)
     better = ok & jnp.isfinite(new_fit[2]) & (new_score > old_score)
     return jax.tree_util.tree_map(
         lambda new, old: jnp.where(better, new, old),

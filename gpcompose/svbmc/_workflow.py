@@ -23,7 +23,7 @@ from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
 from ._options import SVBMCOptions
 from ._state import SVBMCState
 from ._surrogate import Surrogate
-from ._training import new_point_noise, retrain, training_rows
+from ._training import new_point_value_and_noise, retrain, training_rows
 from ._whitening import refit_whitened
 
 
@@ -261,14 +261,16 @@ def _ask_unbounded(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     options = state.options
     space = state.transform
     candidate_key, reference_key = jax.random.split(key)
-    keep, _ = training_rows((state.inputs, state.log_densities, state.observation_variance, state.succeeded), options)
+    keep, values, _ = training_rows(
+        (state.inputs, state.log_densities, state.observation_variance, state.succeeded), options, state.num_initial
+    )
     acquisition = _acquisition(state, keep, reference_key)
 
     def objective(u):
         return acquisition(space.whiten(u))
 
     num_top = min(options.num_search_starts, state.capacity)
-    top_values, top_rows = jax.lax.top_k(jnp.where(keep, state.log_densities, -jnp.inf), num_top)
+    top_values, top_rows = jax.lax.top_k(jnp.where(keep, values, -jnp.inf), num_top)
     # the search stays where x(u) is strictly inside the bounds: beyond, x rounds onto a bound
     # and the evaluation would be lost (timing: 32 of 200 before)
     u_min, u_max = space.bounded.unbounded_limits()
@@ -322,11 +324,11 @@ def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
     safe_variance = jnp.where(good, variance, 1.0)
 
     def update(posterior):
-        total = new_point_noise(state, safe_log_density, safe_variance)
+        value, total = new_point_value_and_noise(state, safe_log_density, safe_variance)
         add = ~jnp.all(posterior.inducing_mask)
         # the cond skips the work in a single run; `where` keeps a vmapped run (both branches) from a full-buffer error
         posterior = jax.lax.cond(add, lambda p: sparse.add_inducing_point(p, safe_u, where=add), lambda p: p, posterior)
-        return sparse.update(posterior, safe_u, safe_log_density, total)
+        return sparse.update(posterior, safe_u, value, total)
 
     posterior = jax.lax.cond(good, update, lambda p: p, state.posterior)
     return eqx.tree_at(
