@@ -309,7 +309,8 @@ def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
     observation is appended (case 2). The point joins even when Z nearly spans it [ours]:
     the jitter ε keeps the new Cholesky pivot ≥ √ε, and only a new inducing input lowers
     the variance floor at the point (`sparse.reducible_variance`), without which a₁ can
-    pick the same point again."""
+    pick the same point again. A value below the trimming level enters censored at that
+    level (`_training.training_rows`)."""
     options = state.options
     dtype = state.inputs.dtype
     u = state.transform.to_unbounded(jnp.asarray(x, dtype))
