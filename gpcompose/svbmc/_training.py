@@ -79,11 +79,12 @@ def new_point_value_and_noise(state: SVBMCState, log_density, observation_varian
     the value censored at the trimming level as in `training_rows`, and σ²_obs +
     σ²_shape(y_max − value)."""
     options = state.options
-    rows = (state.inputs, state.log_densities, state.observation_variance, state.succeeded)
-    keep, _, _ = training_rows(rows, options, state.num_initial)
     if options.censor_active_evaluations:
+        rows = (state.inputs, state.log_densities, state.observation_variance, state.succeeded)
         log_density = jnp.maximum(log_density, censoring_level(rows, options))
-    y_max = jnp.maximum(jnp.max(jnp.where(keep, state.log_densities, -jnp.inf)), log_density)
+    # The best successful row is never trimmed (its ucb ≥ y ≥ every lcb), so y_max over the
+    # training rows is the maximum over the successful rows.
+    y_max = jnp.maximum(jnp.max(jnp.where(state.succeeded, state.log_densities, -jnp.inf)), log_density)
     shaping = shaping_variance(
         y_max - log_density,
         options.shaping_threshold_per_dimension * state.dimension,
