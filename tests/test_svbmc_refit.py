@@ -6,11 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpcompose import sparse, svbmc
+from gpcompose import mixtures, sparse, svbmc
 from gpcompose.kernels import SquaredExponential
 from gpcompose.means import NegativeQuadratic
 from gpcompose.svbmc._refit import choose_refit, exceeds_ceiling, refit_from_starts
 from gpcompose.svbmc._surrogate import Surrogate, conditioned_objective, initial_surrogate, with_lengthscale_scaled
+from gpcompose.svbmc._training import mixture_peaks, peak_ceiling
+from gpcompose.svbmc._whitening import keeps_whitening
 
 X = jnp.linspace(-3.0, 3.0, 21)[:, None]  # spacing 0.3
 Y = -0.5 * X[:, 0] ** 2  # y_max = 0 at x = 0
@@ -123,3 +125,30 @@ def test_when_every_fit_peaks_the_best_unfitted_start_is_kept():
     kept = hyperparameters(outcome.posterior)
     lengthscales = [np.asarray(s.kernel.lengthscale.value) for s in (TOO_SMOOTH, TOO_ROUGH)]
     assert any(np.allclose(kept.kernel.lengthscale.value, value, rtol=1e-12) for value in lengthscales)
+
+
+def test_a_mixture_on_the_peaks_between_the_data_peaks():
+    mixture = mixtures.VBMCMixture(
+        logits=jnp.zeros(1),
+        means=jnp.zeros((1, 1)),
+        log_sigma=jnp.zeros(1),
+        log_lambda=jnp.zeros(1),
+        mask=jnp.ones(1, bool),
+    )
+    options = svbmc.SVBMCOptions()
+    ceiling = peak_ceiling(Y, jnp.ones(21, bool), options, 1)
+    assert float(ceiling) == 1.0  # y_max = 0 plus 1·D
+    key = jax.random.key(0)
+    assert mixture_peaks(PEAKY, mixture, ceiling, key, options)
+    assert not mixture_peaks(SMOOTH, mixture, ceiling, key, options)
+
+
+def test_a_whitened_fit_whose_mixture_peaks_is_kept_only_if_the_first_fit_peaks_too():
+    valid, high, low = jnp.asarray(True), jnp.asarray(-1.0), jnp.asarray(-2.0)
+    no, yes = jnp.asarray(False), jnp.asarray(True)
+    assert keeps_whitening(valid, high, low, no, no)
+    assert not keeps_whitening(valid, low, high, no, no)  # a lower score
+    assert not keeps_whitening(valid, high, low, yes, no)  # a higher score, but its q sits on a peak
+    assert keeps_whitening(valid, high, low, yes, yes)  # both peak: the score decides
+    assert not keeps_whitening(valid, low, high, no, yes)  # the first fit peaks but scores higher
+    assert not keeps_whitening(jnp.asarray(False), high, low, no, no)

@@ -95,6 +95,18 @@ def new_point_value_and_noise(state: SVBMCState, log_density, observation_varian
     return log_density, observation_variance + shaping
 
 
+def peak_ceiling(log_densities: Float[Array, " C"], keep: Bool[Array, " C"], options: SVBMCOptions, dimension: int):
+    """The refit guard's ceiling y_max + tol·D over the training rows (`_refit.exceeds_ceiling`)."""
+    y_max = jnp.max(jnp.where(keep, log_densities, -jnp.inf))
+    return y_max + options.peak_tolerance_per_dimension * dimension
+
+
+def mixture_peaks(posterior: sparse.SparsePosterior, mixture: VBMCMixture, ceiling, key, options: SVBMCOptions):
+    """Whether the surrogate mean exceeds `ceiling` at `options.peak_check_samples` draws of
+    `mixture`: q has found a mountain of the surrogate where the data do not reach."""
+    return exceeds_ceiling(posterior, mixture.sample(key, options.peak_check_samples), ceiling)
+
+
 def retrain(
     inputs: Float[Array, "C D"],
     log_densities: Float[Array, " C"],
@@ -129,6 +141,7 @@ def retrain(
     threshold = options.shaping_threshold_per_dimension * dimension
     centre, width = plausible_box(inputs, log_densities, keep, threshold)
     y_max = jnp.max(jnp.where(keep, log_densities, -jnp.inf))
+    ceiling = peak_ceiling(log_densities, keep, options, dimension)
     high = keep & (log_densities >= y_max - threshold)
     num_high = jnp.sum(high.astype(log_densities.dtype))
     y_mean = jnp.sum(jnp.where(high, log_densities, 0.0)) / num_high
@@ -162,7 +175,6 @@ def retrain(
     else:
         reference = previous[2]
     draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
-    ceiling = y_max + options.peak_tolerance_per_dimension * dimension
     refit = refit_from_starts(
         starts,
         inputs,
@@ -205,7 +217,7 @@ def retrain(
         return Growth(inputs, surrogate_mean, eligible, ascent(posterior, num_steps), score(posterior))
 
     def peaks(posterior, mixture):  # the second check: the mean above the ceiling at draws of the mixture
-        return exceeds_ceiling(posterior, mixture.sample(peak_draws_key, options.peak_check_samples), ceiling)
+        return mixture_peaks(posterior, mixture, ceiling, peak_draws_key, options)
 
     if previous is None:
 
