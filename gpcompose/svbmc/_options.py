@@ -20,7 +20,7 @@ class SVBMCOptions(eqx.Module):
     # (two moons), so off by default (benchmarks/README.md, SVBMC section)
     rotated_mixture: bool = eqx.field(static=True, default=False)
     # [VBMC; SVBMC leaves it unstated] after the first fit, refit in the space whitened by
-    # q's mean and covariance; kept if its SGPR bound + log prior is higher (`_whitening.py`)
+    # q's mean and covariance; kept if its SGPR bound + log prior and its ELBO are higher (`_whitening.py`)
     whitening: bool = eqx.field(static=True, default=True)
     noiseless_variance: float = eqx.field(static=True, default=1e-5)  # σ²_obs of exact targets
     trim_beta: float = eqx.field(static=True, default=1.96)
