@@ -20,8 +20,11 @@ class SVBMCOptions(eqx.Module):
     # (two moons), so off by default (benchmarks/README.md, SVBMC section)
     rotated_mixture: bool = eqx.field(static=True, default=False)
     # [VBMC; SVBMC leaves it unstated] after the first fit, refit in the space whitened by
-    # q's mean and covariance; kept if its SGPR bound + log prior and its ELBO are higher (`_whitening.py`)
+    # q's mean and covariance; kept if its SGPR bound + log prior is higher and its ELBO not
+    # lower by more than `whitening_max_elbo_drop` combined sds (`_whitening.py`)
     whitening: bool = eqx.field(static=True, default=True)
+    # [ours] the whitened fit is dropped if its ELBO is lower by more than this many combined BQ sds
+    whitening_max_elbo_drop: float = eqx.field(static=True, default=2.0)
     noiseless_variance: float = eqx.field(static=True, default=1e-5)  # σ²_obs of exact targets
     trim_beta: float = eqx.field(static=True, default=1.96)
     trim_threshold_per_dimension: float = eqx.field(static=True, default=20.0)  # η_trim / D
