@@ -22,7 +22,9 @@ two it means, nor its test points; both are ours.
 
 The sampled function is −f (the document maximises; the benchmarks are minimisations), with
 exact bounds f⁺ = −min f, f⁻ = −max f in standardised units and the document's default
-looseness η₊² = 0.02d, η₋² = 0.5d (App. C.2). Seeds run vmapped.
+looseness η₊² = 0.02d, η₋² = 0.5d (App. C.2). Seeds run vmapped, `--seed-batch` at a time
+(the keys are split from one key for all seeds, so a seed's numbers do not depend on the batch
+size): 30 seeds vmapped at once were OOM-killed at 22 GB on a 24 GB machine.
 
 Usage:
     python benchmarks/bes_sampling.py --seeds 10 --functions branin,hartmann3
@@ -111,6 +113,7 @@ def scheme_rmse(keys, function, num_train, settings):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--seed-batch", type=int, default=10, help="seeds vmapped at once (memory)")
     parser.add_argument("--functions", default=",".join(FUNCTIONS))
     parser.add_argument("--train-per-dimension", default=",".join(map(str, TRAIN_PER_DIMENSION)))
     parser.add_argument("--candidates", type=int, default=500)
@@ -118,6 +121,8 @@ def main():
     parser.add_argument("--steps", type=int, default=30)
     add_synthetic_function_options(parser)
     args = parser.parse_args()
+    if args.seed_batch < 1:
+        parser.error(f"--seed-batch must be at least 1, got {args.seed_batch}")
     settings = (200, 100, args.candidates, args.starts, args.steps)
     seeds, train_sizes = args.seeds, [int(n) for n in args.train_per_dimension.split(",")]
     if args.quick:
@@ -132,6 +137,7 @@ def main():
         meta = {
             "command": " ".join(["python", "benchmarks/bes_sampling.py", *sys.argv[1:]]),
             "seeds": seeds,
+            "seed_batch": args.seed_batch,
             "settings": dict(zip(("samples", "features", "candidates", "starts", "steps"), settings)),
             "quick": args.quick,
             **host_summary(load_average=False),
@@ -144,8 +150,18 @@ def main():
         keys = jax.random.split(jax.random.key(2021), seeds)
         for per_dimension in train_sizes:
             tic = time.time()
-            values = np.asarray(
-                jax.block_until_ready(scheme_rmse(keys, function, per_dimension * function.dimension, settings))
+            values = np.concatenate(
+                [
+                    np.asarray(
+                        scheme_rmse(
+                            keys[first : first + args.seed_batch],
+                            function,
+                            per_dimension * function.dimension,
+                            settings,
+                        )
+                    )
+                    for first in range(0, seeds, args.seed_batch)
+                ]
             )
             for index, scheme in enumerate(SCHEMES):
                 estimate, sample = values[:, index, 0], values[:, index, 1]
