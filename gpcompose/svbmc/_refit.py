@@ -53,6 +53,35 @@ def pad_inducing(
     return Z, jnp.concatenate([inducing_mask, jnp.zeros((free_slots,), bool)])
 
 
+def condition_on_selected(
+    surrogate: Surrogate,
+    inputs: Float[Array, "C D"],
+    log_densities: Float[Array, " C"],
+    noise: Float[Array, " C"],
+    keep: Bool[Array, " C"],
+    options: SVBMCOptions,
+    *,
+    num_initial: int,
+) -> sparse.SparsePosterior:
+    """The sparse GP of `surrogate` on inducing inputs selected under its kernel (weighted
+    greedy selection, SVBMC §3.3, B.2, M_min ≤ M ≤ M_max), padded with `batch_size` free
+    slots for the rank-1 updates of the next round (`pad_inducing`)."""
+    min_inducing, max_inducing = options.inducing_range(num_initial)
+    indices, inducing_mask = select_inducing_points(
+        surrogate.kernel,
+        inputs,
+        noise,
+        keep,
+        max_points=max_inducing,
+        min_points=min_inducing,
+        tolerance=options.inducing_tolerance,
+    )
+    Z, inducing_mask = pad_inducing(inputs, indices, inducing_mask, options.batch_size)
+    return sparse.condition(
+        surrogate.kernel, surrogate.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
+    )
+
+
 class Refit(eqx.Module):
     """Outcome of `refit_from_starts`: the chosen `posterior`, whether every fitted
     candidate peaked (`fell_back`: `posterior` is then `unfitted`), and `unfitted`, the
@@ -99,29 +128,18 @@ def refit_from_starts(
     of q 0.23), while the refit from the subset MAP on its own Z reaches ℓ ≈ 10–30 and
     −2.8·10⁵ (MMTV 0.06).
     """
-    min_inducing, max_inducing = options.inducing_range(num_initial)
-
-    def condition(surrogate: Surrogate, Z, inducing_mask) -> sparse.SparsePosterior:
-        return sparse.condition(
-            surrogate.kernel, surrogate.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
-        )
 
     def candidate(start: Surrogate):
-        indices, inducing_mask = select_inducing_points(
-            start.kernel,
-            inputs,
-            noise,
-            keep,
-            max_points=max_inducing,
-            min_points=min_inducing,
-            tolerance=options.inducing_tolerance,
+        start_posterior = condition_on_selected(
+            start, inputs, log_densities, noise, keep, options, num_initial=num_initial
         )
-        Z, inducing_mask = pad_inducing(inputs, indices, inducing_mask, options.batch_size)
+        Z, inducing_mask = start_posterior.inducing_inputs, start_posterior.inducing_mask
         fitted = fit_sparse(
             start, inputs, log_densities, noise, keep, Z, inducing_mask, max_steps=options.sparse_fit_steps
         )
-        fitted_posterior = condition(fitted, Z, inducing_mask)
-        start_posterior = condition(start, Z, inducing_mask)
+        fitted_posterior = sparse.condition(
+            fitted.kernel, fitted.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
+        )
         peaked = exceeds_ceiling(fitted_posterior, check_points, ceiling, check_mask)
         return (
             fitted_posterior,
