@@ -275,8 +275,11 @@ def run_settings(args):
     """SVBMC options and metric sample count; `--quick` shrinks the run (and `args`) to a smoke test;
     `--rotated-mixture` uses the rotated family instead of the document's axis-aligned one,
     `--max-inducing M` raises the cap on inducing points above the document's 300 + 2√N_f, and
-    `--no-whitening` turns the whitening of the inference space off."""
+    `--no-whitening` turns the whitening of the inference space off, and `--whitening-passes P`
+    sets the number of whitening passes at init (default: the library's)."""
     shared = dict(rotated_mixture=args.rotated_mixture, whitening=not args.no_whitening)
+    if args.whitening_passes is not None:
+        shared["whitening_passes"] = args.whitening_passes
     if not args.quick:
         return svbmc.SVBMCOptions(max_inducing=args.max_inducing, **shared), 20_000
     args.seeds, args.budget, args.batch_size = 1, 4, 2
@@ -593,6 +596,7 @@ def main():
         "--rotated-mixture", action="store_true", help="rotated mixture (default: the document's axis-aligned one)"
     )
     parser.add_argument("--no-whitening", action="store_true", help="no whitening of the inference space")
+    parser.add_argument("--whitening-passes", type=int, default=None, help="whitening passes at init")
     parser.add_argument(
         "--max-inducing", type=int, default=None, help="cap on inducing points (default: the document's 300 + 2√N_f)"
     )

@@ -81,3 +81,8 @@ def test_the_quadratic_mean_scale_stays_below_its_cap(cap):
         assert scale[1] > 0.5 * width[1]  # pressed against the cap: the data want a flat x₂
     else:
         assert scale[1] > 2.0 * width[1]  # without a binding cap ω₂ runs past the width (27.8 measured)
+
+
+def test_whitening_passes_are_validated():
+    with pytest.raises(ValueError, match="`whitening_passes`"):
+        svbmc.SVBMCOptions(whitening_passes=0)

@@ -198,17 +198,27 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         previous=None,
     )
     if options.whitening:
-        space, inputs, log_densities, fit = refit_whitened(
-            space,
-            inputs,
-            log_densities,
-            observation_variance,
-            succeeded,
-            fit,
-            jax.random.fold_in(train_key, 1),
-            options,
-            num_initial=num_initial,
-        )
+
+        def whitening_pass(carry, pass_key):
+            space, inputs, log_densities, fit = carry
+            kept = refit_whitened(
+                space,
+                inputs,
+                log_densities,
+                observation_variance,
+                succeeded,
+                fit,
+                pass_key,
+                options,
+                num_initial=num_initial,
+            )
+            return kept, None
+
+        carry, _ = whitening_pass((space, inputs, log_densities, fit), jax.random.fold_in(train_key, 1))
+        if options.whitening_passes > 1:  # one compiled pass, scanned
+            more_keys = jax.random.split(jax.random.fold_in(train_key, 5), options.whitening_passes - 1)
+            carry, _ = jax.lax.scan(whitening_pass, carry, more_keys)
+        space, inputs, log_densities, fit = carry
     posterior, mixture, elbo, elbo_sd, centre, width = fit
     return SVBMCState(
         inputs=inputs,
