@@ -1,8 +1,6 @@
 """The SVBMC sparse-GP refit: the guard against a mean that rises above the ceiling between
 the data, the choice among fitted candidates, and the refit from several starts."""
 
-import dataclasses
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -11,9 +9,9 @@ import numpy as np
 from gpcompose import mixtures, sparse, svbmc
 from gpcompose.kernels import SquaredExponential
 from gpcompose.means import NegativeQuadratic
-from gpcompose.svbmc._refit import choose_refit, condition_on_selected, exceeds_ceiling, refit_from_starts
+from gpcompose.svbmc._refit import choose_refit, exceeds_ceiling, refit_from_starts
 from gpcompose.svbmc._surrogate import Surrogate, conditioned_objective, initial_surrogate, with_lengthscale_scaled
-from gpcompose.svbmc._training import mixture_peaks, peak_ceiling, retrain, training_rows
+from gpcompose.svbmc._training import mixture_peaks, peak_ceiling
 from gpcompose.svbmc._whitening import keeps_whitening
 
 X = jnp.linspace(-3.0, 3.0, 21)[:, None]  # spacing 0.3
@@ -127,43 +125,6 @@ def test_when_every_fit_peaks_the_best_unfitted_start_is_kept():
     kept = hyperparameters(outcome.posterior)
     lengthscales = [np.asarray(s.kernel.lengthscale.value) for s in (TOO_SMOOTH, TOO_ROUGH)]
     assert any(np.allclose(kept.kernel.lengthscale.value, value, rtol=1e-12) for value in lengthscales)
-
-
-def test_a_round_whose_mixture_peaks_keeps_the_last_hyperparameters_on_fresh_inducing_points():
-    """An active round in which every check finds the mean above the ceiling (a ceiling far
-    below the data) keeps the last hyperparameters and the last mixture, but not the last
-    sparse GP: its inducing points are selected afresh with `batch_size` free slots, and
-    the round's points are in its data. Keeping the last sparse GP, whose slots the rank-1
-    updates had filled, froze the surrogate for the rest of a run (LV MCMC-12k seed 0)."""
-    options = dataclasses.replace(OPTIONS, peak_tolerance_per_dimension=-1e6)
-    num_initial = 140  # the last 10 rows are this round's evaluations
-    variance = jnp.full((150,), options.noiseless_variance)
-    keep, values, noise = training_rows((DATA_X, DATA_Y, variance, KEEP), options, num_initial)
-    earlier = keep & (jnp.arange(150) < num_initial)  # the last sparse GP, its inducing slots full
-    full = sparse.condition(START.kernel, START.mean, DATA_X, values, noise, DATA_X[:42], mask=earlier)
-    assert bool(jnp.all(full.inducing_mask))
-    last_mixture = mixtures.VBMCMixture(
-        logits=jnp.zeros(2),
-        means=jnp.array([[0.0, 0.0], [0.5, 0.5]]),
-        log_sigma=jnp.zeros(2),
-        log_lambda=jnp.zeros(2),
-        mask=jnp.ones(2, bool),
-    )
-    kept, mixture, *_ = eqx.filter_jit(retrain)(
-        DATA_X,
-        DATA_Y,
-        variance,
-        KEEP,
-        jax.random.key(1),
-        options,
-        num_initial=num_initial,
-        previous=(START, full, last_mixture),
-    )
-    assert_same_posterior(mixture, last_mixture)
-    expected = condition_on_selected(START, DATA_X, values, noise, keep, options, num_initial=num_initial)
-    assert_same_posterior(kept, expected)
-    assert not bool(jnp.any(kept.inducing_mask[-options.batch_size :]))  # free slots for the next round
-    assert kept.observations.inputs.shape[0] == 150
 
 
 def test_a_mixture_on_the_peaks_between_the_data_peaks():
