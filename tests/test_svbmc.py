@@ -17,7 +17,6 @@ from gpcompose.acquisition import log_expected_interquantile_range, log_sinh
 from gpcompose.benchmarks.metrics import gskl
 from gpcompose.svbmc import _surrogate, _training
 from gpcompose.svbmc._refit import condition_on_selected
-from gpcompose.svbmc._workflow import _rewhitening_due
 
 MEAN = jnp.array([0.5, -1.0])
 SD = jnp.array([1.0, 0.5])
@@ -197,50 +196,6 @@ def test_a_second_whitening_pass_whitens_the_target():
 
     assert np.max(np.abs(covariance_in_space(1) - np.eye(2))) > 0.5
     np.testing.assert_allclose(covariance_in_space(2), np.eye(2), atol=0.05)
-
-
-def correlated_log_density(x):
-    precision = jnp.asarray(np.linalg.inv(CORRELATED_COVARIANCE))
-    log_normaliser = 0.5 * np.linalg.slogdet(CORRELATED_COVARIANCE)[1] + math.log(2 * math.pi)
-    return -0.5 * x @ precision @ x - log_normaliser
-
-
-def test_an_active_round_rewhitens_by_the_current_q_and_run_does_as_tell():
-    """With one pass at init the space leaves the target's covariance far from I (test
-    above); with `rewhitening_interval` = 2 the first round (2 evaluations) ends with a
-    whitening pass by its q, which brings it to I within 0.15 (measured: 0.11), and the last round (the
-    budget's end) does not. `run`, which checks for the pass once per segment of rounds,
-    reaches the same space and ELBO as `ask`/`tell` with run's keys."""
-    X, y = correlated_evaluations()
-    options = dataclasses.replace(SMALL, rewhitening_interval=BATCH)
-    state = svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=options)
-    inverse = np.linalg.inv(np.asarray(state.transform.factor))
-    assert np.max(np.abs(inverse @ CORRELATED_COVARIANCE @ inverse.T - np.eye(2))) > 0.5
-
-    told, key, factors = state, jax.random.key(7), []
-    for _ in range(BUDGET // BATCH):  # run's keys: one split per round, fold_in per evaluation
-        key, round_key = jax.random.split(key)
-        for index in range(BATCH):
-            x = svbmc.ask(told, jax.random.fold_in(round_key, index))
-            told = svbmc.tell(told, x, correlated_log_density(x))
-        factors.append(np.asarray(told.transform.factor))
-    inverse = np.linalg.inv(factors[0])
-    np.testing.assert_allclose(inverse @ CORRELATED_COVARIANCE @ inverse.T, np.eye(2), atol=0.15)
-    np.testing.assert_array_equal(factors[1], factors[0])
-
-    ran = svbmc.run(correlated_log_density, state, jax.random.key(7))
-    np.testing.assert_allclose(ran.transform.factor, told.transform.factor, atol=1e-6)
-    entropy_variance = X.shape[1] / 2 / SMALL.final_entropy_samples
-    assert abs(float(ran.elbo - told.elbo)) < math.sqrt(2.0 * (float(told.elbo_sd) ** 2 + entropy_variance))
-
-
-@pytest.mark.parametrize("count, due", [(45, False), (50, True), (55, False), (150, True), (200, True), (250, False)])
-def test_the_active_whitening_pass_follows_the_round_that_reaches_a_multiple_of_the_interval(small_state, count, due):
-    """Interval 50, rounds of 5, budget 250: passes after the rounds that end at 50, 100,
-    150 and 200 evaluations, none at the budget's end."""
-    options = dataclasses.replace(small_state.options, rewhitening_interval=50, batch_size=5, budget=250)
-    state = dataclasses.replace(small_state, options=options, num_evaluations=jnp.asarray(count, jnp.int32))
-    assert bool(_rewhitening_due(state)) == due
 
 
 def test_whitened_init_vmapped_over_seeds_equals_single_inits():

@@ -31,14 +31,6 @@ class SVBMCOptions(eqx.Module):
     # MCMC-12k: |corr| up to 0.96 in the whitened space, KL(q‖p) ≥ 1.0 for any K = 30 q there;
     # whether a pass is kept depends on its key, so three passes, benchmarks/README.md)
     whitening_passes: int = eqx.field(static=True, default=3)
-    # [ours; VBMC re-whitens at growing intervals] after the active round that reaches a
-    # multiple of this many evaluations (before the budget's end), one more whitening pass by
-    # the current q, with the same keep rule; 0: the space stays as `init` left it. A first q
-    # too poor to whiten by at init leaves the posterior correlated in the kept space, where
-    # the axis-aligned family cannot follow it while the surrogate is right (Lotka–Volterra
-    # MCMC-12k seed 0: ELBO − log Z flat at −1.08 for 100 evaluations, the surrogate's error
-    # at reference draws −0.06 ± 0.65, benchmarks/README.md)
-    rewhitening_interval: int = eqx.field(static=True, default=50)
     noiseless_variance: float = eqx.field(static=True, default=1e-5)  # σ²_obs of exact targets
     trim_beta: float = eqx.field(static=True, default=1.96)
     trim_threshold_per_dimension: float = eqx.field(static=True, default=20.0)  # η_trim / D
@@ -91,8 +83,6 @@ class SVBMCOptions(eqx.Module):
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
-        if self.rewhitening_interval < 0:
-            raise ValueError(f"`rewhitening_interval` must be non-negative, got {self.rewhitening_interval}.")
         if not self.quadratic_scale_cap > 0:
             raise ValueError(f"`quadratic_scale_cap` must be positive, got {self.quadratic_scale_cap}.")
         factors = self.exact_fit_lengthscale_factors

@@ -392,64 +392,6 @@ def _round_complete(state: SVBMCState):
     return (state.num_pending >= state.options.batch_size) | (state.num_evaluations >= state.options.budget)
 
 
-def _rewhitening_due(state: SVBMCState) -> Bool[Array, ""]:
-    """Whether the round just retrained reached a multiple of `options.rewhitening_interval`
-    evaluations before the budget's end. Rounds hold `batch_size` evaluations (the last one
-    may hold fewer, and is excluded), so that round is the one with n mod interval < batch_size."""
-    options = state.options
-    if not options.whitening or options.rewhitening_interval == 0:
-        return jnp.zeros((), bool)
-    count = state.num_evaluations
-    return (count < options.budget) & (count % options.rewhitening_interval < options.batch_size)
-
-
-def _rewhiten(state: SVBMCState) -> SVBMCState:
-    """One whitening pass in the active phase (`refit_whitened`, with init's keep rule):
-    the space whitened by the current q, the sparse GP and the mixture refitted from
-    scratch there, kept only if that fit explains the evaluations better. VBMC re-whitens
-    during a run too; here it runs after the rounds of `_rewhitening_due`."""
-    num_initial = state.capacity - state.options.budget
-    fit = (state.posterior, state.mixture, state.elbo, state.elbo_sd, state.centre, state.width)
-    space, inputs, log_densities, fit = refit_whitened(
-        state.transform,
-        state.inputs,
-        state.log_densities,
-        state.observation_variance,
-        state.succeeded,
-        fit,
-        jax.random.fold_in(state.key, 1),
-        state.options,
-        num_initial=num_initial,
-    )
-    posterior, mixture, elbo, elbo_sd, centre, width = fit
-    return eqx.tree_at(
-        lambda s: (
-            s.transform,
-            s.inputs,
-            s.log_densities,
-            s.posterior,
-            s.mixture,
-            s.elbo,
-            s.elbo_sd,
-            s.centre,
-            s.width,
-        ),
-        state,
-        (space, inputs, log_densities, posterior, mixture, elbo, elbo_sd, centre, width),
-    )
-
-
-def _rewhiten_if_due(state: SVBMCState) -> SVBMCState:
-    if not state.options.whitening or state.options.rewhitening_interval == 0:  # nothing to compile
-        return state
-    return jax.lax.cond(_rewhitening_due(state), _rewhiten, lambda s: s, state)
-
-
-def _end_round(state: SVBMCState) -> SVBMCState:
-    """The retraining that ends a round, then the active-phase whitening pass if due."""
-    return _rewhiten_if_due(_retrain_state(state))
-
-
 @public_jit()
 def tell(
     state: SVBMCState, x: Float[ArrayLike, " D"], y: Float[ArrayLike, ""], noise_sd: Float[ArrayLike, ""] | None = None
@@ -458,10 +400,9 @@ def tell(
     evaluation, which is kept but not used), update the sparse GP by rank-1 steps, and
     after every `batch_size` evaluations (and at the end of the budget) retrain:
     trimming, noise shaping, hyperparameters, inducing points and mixture (§3 step 7).
-    `noise_sd` is the sd of a noisy evaluation. Every `options.rewhitening_interval`
-    evaluations the round ends with a whitening pass (`_rewhiten`)."""
+    `noise_sd` is the sd of a noisy evaluation."""
     state = _record(state, x, y, noise_sd)
-    return jax.lax.cond(_round_complete(state), _end_round, lambda s: s, state)
+    return jax.lax.cond(_round_complete(state), _retrain_state, lambda s: s, state)
 
 
 def _evaluate(log_density, x):
@@ -475,13 +416,8 @@ def _evaluate(log_density, x):
 def run(log_density: Callable, state: SVBMCState, key: PRNGKeyArray) -> SVBMCState:
     """Spend the rest of the budget on a JAX-traceable `log_density` (x ↦ log p(x) or
     (log p(x), sd)) in one compiled program: rounds of `batch_size` ask/evaluate/record
-    steps, each followed by a retraining (and, as in `tell`, a whitening pass every
-    `options.rewhitening_interval` evaluations). Resumes a state saved mid-round. Vmaps
-    over seeds: `jax.vmap(lambda k: svbmc.run(f, svbmc.init(X, y, key=k), k))(keys)`.
-
-    The rounds run in segments that end with the whitening pass's `lax.cond`, not in one
-    loop that checks it every round: under `vmap` a `cond` on a batched predicate computes
-    both branches, and the pass (a refit from scratch) would then run after every round."""
+    steps, each followed by a retraining. Resumes a state saved mid-round. Vmaps over
+    seeds: `jax.vmap(lambda k: svbmc.run(f, svbmc.init(X, y, key=k), k))(keys)`."""
     options = state.options
 
     def one_round(carry):
@@ -501,12 +437,7 @@ def run(log_density: Callable, state: SVBMCState, key: PRNGKeyArray) -> SVBMCSta
     def unfinished(carry):
         return carry[0].num_evaluations < options.budget
 
-    def segment(carry):  # rounds up to the next whitening pass or the budget's end, then the pass if due
-        carry = one_round(carry)
-        state, key = jax.lax.while_loop(lambda carry: unfinished(carry) & ~_rewhitening_due(carry[0]), one_round, carry)
-        return _rewhiten_if_due(state), key
-
-    state, _ = jax.lax.while_loop(unfinished, segment, (state, key))
+    state, _ = jax.lax.while_loop(unfinished, one_round, (state, key))
     return state
 
 
