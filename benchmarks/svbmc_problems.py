@@ -273,11 +273,14 @@ def make_problem(name, data_dir=HERE.parent.parent / "shared" / "data"):
 
 def run_settings(args):
     """SVBMC options and metric sample count; `--quick` shrinks the run (and `args`) to a smoke test;
-    `--rotated-mixture` uses the rotated family instead of the document's axis-aligned one,
+    `--mixture-family` sets the variational family ("auto", "axis" — the document's — or
+    "rotated"; default: the library's),
     `--max-inducing M` raises the cap on inducing points above the document's 300 + 2√N_f, and
     `--no-whitening` turns the whitening of the inference space off, and `--whitening-passes P`
     sets the number of whitening passes at init (default: the library's)."""
-    shared = dict(rotated_mixture=args.rotated_mixture, whitening=not args.no_whitening)
+    shared = dict(whitening=not args.no_whitening)
+    if args.mixture_family is not None:
+        shared["mixture_family"] = args.mixture_family
     if args.whitening_passes is not None:
         shared["whitening_passes"] = args.whitening_passes
     if not args.quick:
@@ -420,11 +423,19 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
         "initial_best": float(np.max(np.where(np.isfinite(y), y, -np.inf))),
         **outcome_metrics(problem, result, sample_key, reference_key, num_metric_samples),
         **{f"after_init_{name}": before[name] for name in ("elbo", "delta_lml", "mmtv", "gskl", "num_components")},
+        "mixture_family": family_of(init_state.mixture),
         "num_active_below_trim_level": active_below_trim_level(final[0]),
         "initial_seconds": initial_seconds,
         "total_seconds": total_seconds,
         "load_average": list(os.getloadavg()),
     }
+
+
+def family_of(mixture) -> str:
+    """ "axis" or "rotated": the variational family that init built (and the run kept)."""
+    if mixture.lambda_offdiagonal is None:
+        return "axis"
+    return "axis" if mixture.axis_aligned is not None and bool(mixture.axis_aligned) else "rotated"
 
 
 def active_below_trim_level(state) -> int:
@@ -467,6 +478,7 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
                 "num_initial": int(jnp.sum(jnp.isfinite(y[index]))),
                 "initial_best": float(jnp.max(jnp.where(jnp.isfinite(y[index]), y[index], -jnp.inf))),
                 **outcome_metrics(problem, result, keys[index][2], keys[index][3], num_metric_samples),
+                "mixture_family": family_of(state.mixture),
                 "vmapped_seeds": len(seeds),
                 "batch_compile_seconds": compile_seconds,
                 "batch_run_seconds": run_seconds,
@@ -593,7 +605,10 @@ def main():
     )
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
     parser.add_argument(
-        "--rotated-mixture", action="store_true", help="rotated mixture (default: the document's axis-aligned one)"
+        "--mixture-family",
+        choices=("auto", "axis", "rotated"),
+        default=None,
+        help="variational family (default: the library's, 'auto')",
     )
     parser.add_argument("--no-whitening", action="store_true", help="no whitening of the inference space")
     parser.add_argument("--whitening-passes", type=int, default=None, help="whitening passes at init")

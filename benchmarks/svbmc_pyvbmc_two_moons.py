@@ -264,7 +264,7 @@ def main():
     parser.add_argument("--pyvbmc-full-budget", action="store_true", help="PyVBMC min_fun_evals = max_fun_evals")
     parser.add_argument("--output-dir", default=str(Path(__file__).parent / "results"))
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
-    parser.set_defaults(rotated_mixture=False)  # SVBMC's default (the document's axis-aligned) family
+    parser.set_defaults(mixture_family=None)  # SVBMC's default family
     args = parser.parse_args()
 
     options, num_metric_samples = run_settings(args)

@@ -224,6 +224,55 @@ def test_bad_input_raises_naming_the_argument(getkey):
         gpcompose.elbo(mixture, mixture, getkey(), 10)
 
 
+def test_axis_aligned_flag_gives_the_diagonal_family_in_the_rotated_pytree(getkey):
+    """A VBMCMixture with `lambda_offdiagonal` and `axis_aligned` True is the diagonal
+    family: the same log density, ELBO and, under `maximise_elbo` on a surrogate whose
+    target is correlated (so the off-diagonal entries would get a gradient), the same
+    optimised mixture, with the off-diagonal entries and the flag unchanged."""
+    correlation = 0.8
+    X = 1.5 * jax.random.normal(getkey(), (30, 2))
+    y = -0.5 * (X[:, 0] ** 2 - 2 * correlation * X[:, 0] * X[:, 1] + X[:, 1] ** 2) / (1 - correlation**2)
+    posterior = gp.condition(kernels.SquaredExponential(lengthscale=2.0, variance=4.0), means.Zero(), X, y, 1e-4)
+    diagonal = mixtures.VBMCMixture(
+        jnp.array([0.3, -0.2]),
+        jnp.array([[-0.5, 0.2], [0.4, 0.1]]),
+        jnp.array([-0.3, 0.1]),
+        jnp.zeros(2),
+        jnp.ones(2, bool),
+    )
+    flagged = mixtures.VBMCMixture(
+        diagonal.logits,
+        diagonal.means,
+        diagonal.log_sigma,
+        diagonal.log_lambda,
+        diagonal.mask,
+        lambda_offdiagonal=jnp.array([0.7]),
+        axis_aligned=jnp.asarray(True),
+    )
+    points = jax.random.normal(getkey(), (20, 2))
+    np.testing.assert_allclose(flagged.log_prob(points), diagonal.log_prob(points), rtol=1e-13)
+    key = getkey()
+    np.testing.assert_allclose(
+        quadrature.elbo(posterior, flagged, key, 256)[0], quadrature.elbo(posterior, diagonal, key, 256)[0], rtol=1e-12
+    )
+    settings = dict(width=jnp.ones(2), num_steps=100, learning_rate=0.05, num_entropy_samples=64)
+    moved_flagged = quadrature.maximise_elbo(posterior, flagged, key, **settings)
+    moved_diagonal = quadrature.maximise_elbo(posterior, diagonal, key, **settings)
+    np.testing.assert_array_equal(moved_flagged.lambda_offdiagonal, [0.7])
+    assert bool(moved_flagged.axis_aligned)
+    for name in ("logits", "means", "log_sigma", "log_lambda"):
+        np.testing.assert_allclose(getattr(moved_flagged, name), getattr(moved_diagonal, name), rtol=1e-9, atol=1e-12)
+    released = eqx.tree_at(lambda m: m.axis_aligned, flagged, jnp.asarray(False))
+    assert not np.allclose(quadrature.maximise_elbo(posterior, released, key, **settings).lambda_offdiagonal, 0.7)
+
+
+def test_axis_aligned_flag_needs_the_offdiagonal_entries():
+    with pytest.raises(ValueError, match="axis_aligned"):
+        mixtures.VBMCMixture(
+            jnp.zeros(1), jnp.zeros((1, 2)), jnp.zeros(1), jnp.zeros(2), jnp.ones(1, bool), None, jnp.asarray(True)
+        )
+
+
 def test_maximise_elbo_keeps_means_in_bounds_and_otherwise_reaches_the_target(getkey):
     """Target log Z + log N(x; μ, diag ω²) with μ = (0.3, −0.7): without bounds the one-component
     mixture's mean moves to μ; with the box [−1, 0] × [−0.5, 1], which excludes μ₁ and μ₂ on

@@ -38,6 +38,7 @@ def make_mixture(family, dimension=2):
         return mixture, (WEIGHTS, means, np.stack([np.diag(v) for v in variances]))
     lambdas = LAMBDAS[:dimension]
     rotated = family == "rotated_vbmc_mixture"
+    flagged = family == "axis_aligned_flagged_vbmc_mixture"  # B stored but switched off
     offdiagonal = OFFDIAGONAL[:dimension, :dimension]
     scale = np.diag(lambdas) @ (np.eye(dimension) + (offdiagonal if rotated else 0.0))
     mixture = mixtures.VBMCMixture(
@@ -46,7 +47,8 @@ def make_mixture(family, dimension=2):
         jnp.log(jnp.asarray(SIGMAS)),
         jnp.log(jnp.asarray(lambdas)),
         jnp.ones(3, bool),
-        lower_entries(offdiagonal) if rotated else None,
+        lower_entries(offdiagonal) if rotated or flagged else None,
+        jnp.asarray(True) if flagged else None,
     )
     return mixture, (WEIGHTS, means, SIGMAS[:, None, None] ** 2 * (scale @ scale.T)[None])
 
@@ -366,7 +368,7 @@ def test_add_component_if_room_adds_or_keeps_and_runs_in_a_vmapped_cond():
         np.testing.assert_array_equal(new[1], old)
 
 
-@pytest.mark.parametrize("family", ["vbmc_mixture", "rotated_vbmc_mixture"])
+@pytest.mark.parametrize("family", ["vbmc_mixture", "rotated_vbmc_mixture", "axis_aligned_flagged_vbmc_mixture"])
 def test_affine_image_is_the_law_of_the_mapped_points(getkey, family):
     """Image of q under x ↦ m + L x: log density log q(x) − log|det L| at m + L x,
     components N(m + L μ_k, L Σ_k Lᵀ), and it is in the rotated family."""

@@ -16,6 +16,10 @@ class VBMCMixture(AbstractGaussianMixture):
 
     - Without `lambda_offdiagonal` (None), S = diag(λ): the document's family, every
       component axis-aligned.
+    - With it and a True `axis_aligned` flag (a boolean array, so no optimiser moves it),
+      S = diag(λ) too and the off-diagonal entries get no gradient: the axis-aligned
+      family in the rotated family's pytree, so that one buffer state can hold either
+      and a traced choice (SVBMC's family choice at `init`) can pick between them.
     - With it, S = diag(λ)(I + B), B strictly lower triangular with the D(D − 1)/2
       entries of `lambda_offdiagonal` in row-major order (`jnp.tril_indices(D, −1)`;
       dimensionless), so S is any lower-triangular matrix with positive diagonal λ and
@@ -33,16 +37,25 @@ class VBMCMixture(AbstractGaussianMixture):
     log_lambda: Float[Array, " D"]
     mask: Bool[Array, " K"]
     lambda_offdiagonal: Float[Array, " P"] | None = None
+    axis_aligned: Bool[Array, ""] | None = None  # only with `lambda_offdiagonal`; None: False
+
+    def __check_init__(self):
+        if self.axis_aligned is not None and self.lambda_offdiagonal is None:
+            raise ValueError("`axis_aligned` needs `lambda_offdiagonal`: without it the family is axis-aligned.")
 
     @property
     def scale_matrix(self) -> Float[Array, " D"] | Float[Array, "D D"]:
-        """S: the vector λ (diagonal family) or the lower-triangular diag(λ)(I + B)."""
+        """S: the vector λ (diagonal family) or the lower-triangular diag(λ)(I + B), with
+        B = 0 where `axis_aligned` is True."""
         lambdas = jnp.exp(self.log_lambda)
         if self.lambda_offdiagonal is None:
             return lambdas
+        offdiagonal = self.lambda_offdiagonal
+        if self.axis_aligned is not None:
+            offdiagonal = jnp.where(self.axis_aligned, 0.0, offdiagonal)
         dimension = lambdas.shape[0]
         rows, columns = jnp.tril_indices(dimension, -1)
-        unit_lower = jnp.eye(dimension, dtype=lambdas.dtype).at[rows, columns].set(self.lambda_offdiagonal)
+        unit_lower = jnp.eye(dimension, dtype=lambdas.dtype).at[rows, columns].set(offdiagonal)
         return lambdas[:, None] * unit_lower
 
     @property
@@ -108,7 +121,8 @@ class VBMCMixture(AbstractGaussianMixture):
         """The law of m + L x for x ~ q, with `shift` m and a lower-triangular `factor` L
         with positive diagonal: components N(m + L μ_k, σ_k² (L S)(L S)ᵀ). L S is lower
         triangular with diagonal L_dd λ_d, so the image is in the rotated family
-        (`lambda_offdiagonal` set) with λ' = diag(L S) and B' = diag(λ')⁻¹ L S − I."""
+        (`lambda_offdiagonal` set, not `axis_aligned`) with λ' = diag(L S) and
+        B' = diag(λ')⁻¹ L S − I."""
         shift = jnp.asarray(shift, self.means.dtype)
         factor = jnp.asarray(factor, self.means.dtype)
         scale = self.scale_matrix

@@ -14,11 +14,15 @@ class SVBMCOptions(eqx.Module):
     budget: int = eqx.field(static=True, default=200)  # N_f, new evaluations
     batch_size: int = eqx.field(static=True, default=5)  # n_active evaluations per round
     max_components: int = eqx.field(static=True, default=30)  # K_max
-    # [ours] True: components share a learned lower-triangular scale S (VBMCMixture with
-    # `lambda_offdiagonal`, VBMC's rotoscaling) instead of the document's diagonal λ.
-    # Better on strongly correlated posteriors (Lotka–Volterra), worse on curved ones
-    # (two moons), so off by default (benchmarks/README.md, SVBMC section)
-    rotated_mixture: bool = eqx.field(static=True, default=False)
+    # [ours] the variational family. "axis": the document's, S = diag(λ). "rotated": the
+    # components share a learned lower-triangular scale S (VBMCMixture with
+    # `lambda_offdiagonal`, VBMC's rotoscaling). "auto": every build-up at `init` builds
+    # both on the same surrogate and keeps the one with the higher ELBO; the active phase
+    # keeps that family (`_training.retrain`). The rotated family fits strongly
+    # correlated posteriors (Lotka–Volterra MCMC-12k: ΔLML 0.07–0.11 after init where the
+    # axis-aligned one stays 0.6–1.0 off), the axis-aligned one some curved ones better
+    # (two moons), benchmarks/README.md, SVBMC section
+    mixture_family: Literal["auto", "axis", "rotated"] = eqx.field(static=True, default="auto")
     # [VBMC; SVBMC leaves it unstated] after the first fit, refit in the space whitened by
     # q's mean and covariance; kept if its SGPR bound + log prior is higher and its ELBO not
     # lower by more than `whitening_max_elbo_drop` combined sds (`_whitening.py`)
@@ -88,6 +92,8 @@ class SVBMCOptions(eqx.Module):
         factors = self.exact_fit_lengthscale_factors
         if len(factors) == 0 or not all(factor > 0 for factor in factors):
             raise ValueError(f"`exact_fit_lengthscale_factors` must be non-empty and positive, got {factors}.")
+        if self.mixture_family not in ("auto", "axis", "rotated"):
+            raise ValueError(f"`mixture_family` must be 'auto', 'axis' or 'rotated', got {self.mixture_family!r}.")
         if self.acquisition not in ("auto", "uncertainty", "imiqr"):
             raise ValueError(f"`acquisition` must be 'auto', 'uncertainty' or 'imiqr', got {self.acquisition!r}.")
 

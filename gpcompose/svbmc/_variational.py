@@ -19,12 +19,18 @@ def initial_mixture(
     mask: Bool[Array, " C"],
     threshold: float,
     max_components: int,
+    *,
     rotated: bool,
+    selectable: bool = False,
 ) -> VBMCMixture:
     """One component at the mean and spread of the points whose surrogate log density is
     within `threshold` of the highest (other slots inactive): S = diag(sd) of those points,
     or with `rotated` the Cholesky factor of their covariance (S Sᵀ = the covariance, so
-    the component starts with their correlations)."""
+    the component starts with their correlations).
+
+    With `selectable` the axis-aligned start is in the rotated family's pytree too
+    (`lambda_offdiagonal` zero and the `axis_aligned` flag set; the rotated start has it
+    cleared), so that a traced choice can pick between the two built-up mixtures."""
     top = jnp.max(jnp.where(mask, log_density, -jnp.inf))
     high = (mask & (log_density >= top - threshold)).astype(X.dtype)
     count = jnp.sum(high)
@@ -41,7 +47,7 @@ def initial_mixture(
         offdiagonal = (lower / lambdas[:, None])[rows, columns]
     else:
         lambdas = jnp.sqrt(jnp.maximum(variance, floor))
-        offdiagonal = None
+        offdiagonal = jnp.zeros((dimension * (dimension - 1) // 2,), X.dtype) if selectable else None
     return VBMCMixture(
         logits=jnp.zeros((max_components,), X.dtype),
         means=jnp.zeros((max_components, dimension), X.dtype).at[0].set(centre),
@@ -49,6 +55,7 @@ def initial_mixture(
         log_lambda=jnp.log(lambdas),
         mask=jnp.zeros((max_components,), bool).at[0].set(True),
         lambda_offdiagonal=offdiagonal,
+        axis_aligned=jnp.asarray(not rotated) if selectable else None,
     )
 
 
