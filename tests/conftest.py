@@ -1,3 +1,4 @@
+import gc
 import importlib.util
 import os
 
@@ -25,6 +26,34 @@ import pytest  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+
+def memory_map_count() -> int:
+    """Mappings of this process (Linux: lines of /proc/self/maps; 0 elsewhere)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return 0
+
+
+# XLA's CPU backend JIT-links every kernel of a compiled program into its own three pages
+# (code, read-only data, data: three mappings the kernel cannot merge), so a process holding
+# ~20 000 compiled kernels reaches Linux's default vm.max_map_count of 65 530 and the next
+# compilation's mmap fails inside LLVM: a segmentation fault (measured: one SVBMC `init` is
+# ~1 800 kernels, 5 400 mappings; a worker crashed in test_svbmc.py's 12th test). Dropping
+# JAX's caches frees them (5 971 → 681 measured); it costs recompiling what later tests share,
+# so it happens only once a test leaves more than MAP_COUNT_TO_RELEASE mappings behind (the
+# heaviest test adds ~15 000).
+MAP_COUNT_TO_RELEASE = 40_000
+
+
+@pytest.fixture(autouse=True)
+def release_compiled_programs_near_the_map_limit():
+    yield
+    if memory_map_count() > MAP_COUNT_TO_RELEASE:
+        jax.clear_caches()
+        gc.collect()
 
 
 @pytest.fixture
