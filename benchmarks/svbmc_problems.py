@@ -433,9 +433,7 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
 
 def family_of(mixture) -> str:
     """ "axis" or "rotated": the variational family that init built (and the run kept)."""
-    if mixture.lambda_offdiagonal is None:
-        return "axis"
-    return "axis" if mixture.axis_aligned is not None and bool(mixture.axis_aligned) else "rotated"
+    return "rotated" if bool(mixture.is_rotated) else "axis"
 
 
 def active_below_trim_level(state) -> int:

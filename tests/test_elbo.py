@@ -263,6 +263,8 @@ def test_axis_aligned_flag_gives_the_diagonal_family_in_the_rotated_pytree(getke
     for name in ("logits", "means", "log_sigma", "log_lambda"):
         np.testing.assert_allclose(getattr(moved_flagged, name), getattr(moved_diagonal, name), rtol=1e-9, atol=1e-12)
     released = eqx.tree_at(lambda m: m.axis_aligned, flagged, jnp.asarray(False))
+    unflagged = eqx.tree_at(lambda m: m.axis_aligned, flagged, None, is_leaf=lambda leaf: leaf is None)
+    assert [bool(m.is_rotated) for m in (diagonal, flagged, released, unflagged)] == [False, False, True, True]
     assert not np.allclose(quadrature.maximise_elbo(posterior, released, key, **settings).lambda_offdiagonal, 0.7)
 
 

@@ -44,15 +44,23 @@ class VBMCMixture(AbstractGaussianMixture):
             raise ValueError("`axis_aligned` needs `lambda_offdiagonal`: without it the family is axis-aligned.")
 
     @property
+    def is_rotated(self) -> Bool[Array, ""]:
+        """Whether the shared scale S may rotate: `lambda_offdiagonal` is set and the
+        `axis_aligned` flag (if any) is False."""
+        if self.lambda_offdiagonal is None:
+            return jnp.asarray(False)
+        if self.axis_aligned is None:
+            return jnp.asarray(True)
+        return ~self.axis_aligned
+
+    @property
     def scale_matrix(self) -> Float[Array, " D"] | Float[Array, "D D"]:
         """S: the vector λ (diagonal family) or the lower-triangular diag(λ)(I + B), with
-        B = 0 where `axis_aligned` is True."""
+        B = 0 unless `is_rotated`."""
         lambdas = jnp.exp(self.log_lambda)
         if self.lambda_offdiagonal is None:
             return lambdas
-        offdiagonal = self.lambda_offdiagonal
-        if self.axis_aligned is not None:
-            offdiagonal = jnp.where(self.axis_aligned, 0.0, offdiagonal)
+        offdiagonal = jnp.where(self.is_rotated, self.lambda_offdiagonal, 0.0)
         dimension = lambdas.shape[0]
         rows, columns = jnp.tril_indices(dimension, -1)
         unit_lower = jnp.eye(dimension, dtype=lambdas.dtype).at[rows, columns].set(offdiagonal)

@@ -12,6 +12,7 @@ from ..transforms import WhitenedTransform
 from ._options import SVBMCOptions
 from ._surrogate import Surrogate, sparse_objective
 from ._training import mixture_peaks, peak_ceiling, retrain, training_rows
+from ._variational import elbo_gain_z
 
 
 def whitening_of(mixture: VBMCMixture) -> tuple[Float[Array, " D"], Float[Array, "D D"], Bool[Array, ""]]:
@@ -115,8 +116,7 @@ def refit_whitened(
     new_peaks = mixture_peaks(
         new_fit[0], new_fit[1], peak_ceiling(new_values, keep, options, dimension), peak_key, options
     )
-    combined_sd = jnp.maximum(jnp.sqrt(fit[3] ** 2 + new_fit[3] ** 2), jnp.finfo(fit[3].dtype).tiny)
-    elbo_drop_z = (fit[2] - new_fit[2]) / combined_sd
+    elbo_drop_z = elbo_gain_z(fit[2], fit[3], new_fit[2], new_fit[3])
     better = keeps_whitening(
         ok & jnp.isfinite(new_fit[2]),
         new_score - old_score,
