@@ -85,6 +85,8 @@ def backend_compilations():
 # (longest-processing-time-first; measured per-file times, 2 cores, 2026-11-24).
 HEAVIEST_FILES_FIRST = (
     "test_svbmc.py",
+    "test_example_svbmc_two_moons.py",
+    "test_svbmc_family.py",
     "test_bayesian_quadrature.py",
     "test_quadrature.py",
     "test_bvbmc.py",

@@ -1,6 +1,7 @@
 """SVBMC workflow: end-to-end accuracy on a Gaussian target, ask/tell, vmap over seeds,
-resume, failed evaluations and bad input. Problem sizes are small; the paper's problems
-are in benchmarks/svbmc_*.py."""
+whitening, resume, failed evaluations and bad input (the variational family's choice:
+`test_svbmc_family.py`). Problem sizes are small; the paper's problems are in
+benchmarks/svbmc_*.py."""
 
 import dataclasses
 import math
@@ -18,43 +19,25 @@ from gpcompose.benchmarks.metrics import gskl
 from gpcompose.svbmc import _surrogate, _training
 from gpcompose.svbmc._refit import condition_on_selected
 
-MEAN = jnp.array([0.5, -1.0])
-SD = jnp.array([1.0, 0.5])
-LOG_Z = 1.7
-
-SMALL_SETTINGS = dict(
-    subset_size=60,
-    min_inducing=30,
-    max_inducing=60,
-    max_components=4,
-    exact_fit_steps=60,
-    sparse_fit_steps=20,
-    buildup_steps=100,
-    round_steps=30,
-    num_candidates=32,
-    search_steps=10,
-    final_entropy_samples=65536,
-    whitening_passes=1,  # the targets here are Gaussian: one pass whitens them (two passes: tested below)
+from .svbmc_targets import (
+    AXIS_ALIGNED,
+    BATCH,
+    BUDGET,
+    CORRELATED_COVARIANCE,
+    LOG_Z,
+    MEAN,
+    NUM_INITIAL,
+    SD,
+    SMALL,
+    correlated_evaluations,
+    gaussian_log_density,
+    initial_evaluations,
 )
-SMALL = svbmc.SVBMCOptions(**SMALL_SETTINGS)
-NUM_INITIAL, BUDGET, BATCH = 120, 4, 2  # one shape for every test: compiled programs are shared
 
 
-def gaussian_log_density(x):
-    """log Z + log N(x; MEAN, diag(SD²)), so the evidence is exactly e^{LOG_Z}."""
-    standardised = (x - MEAN) / SD
-    return LOG_Z - 0.5 * jnp.sum(standardised**2) - jnp.sum(jnp.log(SD)) - math.log(2 * math.pi)
-
-
-def initial_evaluations(key, num_points):
-    X = 2.5 * jax.random.normal(key, (num_points, 2))
-    return np.array(X), np.array(jax.vmap(gaussian_log_density)(X))
-
-
-@pytest.mark.parametrize("family", ["axis", "rotated"])
-def test_gaussian_target_end_to_end(family):
-    """ELBO within 0.05 of log Z and GsKL < 0.01, with the axis-aligned and the rotated
-    mixture (the default is the axis-aligned one; "auto" picks one of the two: tested below)."""
+def test_gaussian_target_end_to_end():
+    """ELBO within 0.05 of log Z and GsKL < 0.01 with the default (axis-aligned) family;
+    the rotated family's run is in `test_svbmc_family.py`."""
     X, y = initial_evaluations(jax.random.key(0), NUM_INITIAL)
     result = svbmc.fit(
         lambda x: float(gaussian_log_density(jnp.asarray(x))),
@@ -63,7 +46,7 @@ def test_gaussian_target_end_to_end(family):
         key=jax.random.key(1),
         budget=BUDGET,
         batch_size=BATCH,
-        options=svbmc.SVBMCOptions(**SMALL_SETTINGS, mixture_family=family),
+        options=SMALL,
     )
     assert abs(float(result.elbo) - LOG_Z) < 0.05
     divergence = gskl(result.posterior.mean(), result.posterior.covariance(), MEAN, jnp.diag(SD**2))
@@ -157,21 +140,6 @@ def test_run_vmapped_over_seeds_equals_single_runs():
     assert np.all(np.asarray(batched.num_evaluations) == BUDGET)
 
 
-CORRELATED_COVARIANCE = np.array([[1.0, 0.95 * 0.5], [0.95 * 0.5, 0.25]])
-
-
-def correlated_evaluations():
-    """120 points of 2.5·N(0, I) and log N(x; 0, C) with correlation 0.95 (log Z = 0)."""
-    X = 2.5 * np.asarray(jax.random.normal(jax.random.key(3), (NUM_INITIAL, 2)))
-    precision = np.linalg.inv(CORRELATED_COVARIANCE)
-    log_normaliser = 0.5 * np.linalg.slogdet(CORRELATED_COVARIANCE)[1] + math.log(2 * math.pi)
-    return X, -0.5 * np.einsum("nd,de,ne->n", X, precision, X) - log_normaliser
-
-
-AXIS_ALIGNED = dataclasses.replace(SMALL, mixture_family="axis")
-AUTO = dataclasses.replace(SMALL, mixture_family="auto")
-
-
 def test_whitening_fits_a_correlated_target_better_than_the_axis_aligned_space():
     """On N(0, C) with correlation 0.95, with the axis-aligned family, the refit in the
     space whitened by the first q is kept: ELBO −0.006 against −0.166 without whitening
@@ -203,39 +171,6 @@ def test_a_second_whitening_pass_whitens_the_target():
 
     assert np.max(np.abs(covariance_in_space(1) - np.eye(2))) > 0.5
     np.testing.assert_allclose(covariance_in_space(2), np.eye(2), atol=0.05)
-
-
-def test_auto_family_keeps_the_rotated_mixture_on_a_correlated_target():
-    """Without whitening, on N(0, C) with correlation 0.95, the build-up of the axis-aligned
-    family (K ≤ 4) stays 0.166 below log Z = 0 (BQ sd 0.052) with GsKL 0.17 (measured);
-    "auto" builds both families on the same surrogate and keeps the rotated one, whose ELBO
-    is higher by 3.1 combined sds (> `family_min_elbo_gain` = 2): ELBO +0.077 (BQ sd 0.058),
-    GsKL 0.011 (measured; the "rotated" init gives the same to every digit)."""
-    X, y = correlated_evaluations()
-    settings = dict(key=jax.random.key(4), budget=BUDGET, batch_size=BATCH)
-    axis_aligned = svbmc.init(X, y, **settings, options=dataclasses.replace(AXIS_ALIGNED, whitening=False))
-    auto = svbmc.init(X, y, **settings, options=dataclasses.replace(AUTO, whitening=False))
-    assert bool(auto.mixture.is_rotated)
-    assert float(auto.elbo) > float(axis_aligned.elbo) + 0.1
-    assert abs(float(auto.elbo)) < 2 * float(auto.elbo_sd)
-    posterior = svbmc.result(auto).posterior
-    assert gskl(posterior.mean(), posterior.covariance(), jnp.zeros(2), jnp.asarray(CORRELATED_COVARIANCE)) < 0.02
-
-
-def test_auto_family_keeps_the_axis_aligned_mixture_unless_the_rotated_elbo_is_clearly_higher():
-    """On the axis-aligned Gaussian target, with whitening off, both families reach log Z
-    (rotated − axis-aligned ELBO: −0.15, 0.00, −0.30, −0.17 combined sds for keys 0–3,
-    measured), so "auto" keeps the axis-aligned one (flag on), and its init is the "axis"
-    init, to Monte Carlo error (the flagged pytree goes through the full-matrix code,
-    `test_elbo.py`)."""
-    X, y = initial_evaluations(jax.random.key(0), NUM_INITIAL)
-    settings = dict(key=jax.random.key(0), budget=BUDGET, batch_size=BATCH)
-    auto = svbmc.init(X, y, **settings, options=dataclasses.replace(AUTO, whitening=False))
-    axis_aligned = svbmc.init(X, y, **settings, options=dataclasses.replace(AXIS_ALIGNED, whitening=False))
-    assert auto.mixture.lambda_offdiagonal is not None and not bool(auto.mixture.is_rotated)
-    assert abs(float(auto.elbo) - float(axis_aligned.elbo)) < 1e-3
-    np.testing.assert_allclose(auto.mixture.mean(), axis_aligned.mixture.mean(), atol=1e-4)
-    np.testing.assert_allclose(auto.mixture.covariance(), axis_aligned.mixture.covariance(), atol=1e-4)
 
 
 def test_whitened_init_vmapped_over_seeds_equals_single_inits():
