@@ -21,7 +21,9 @@ class SVBMCOptions(eqx.Module):
     # than `family_min_elbo_gain` combined BQ sds; the active phase keeps that family
     # (`_training.retrain`). The rotated family fits strongly correlated posteriors
     # (Lotka–Volterra MCMC-12k: ΔLML 0.07–0.11 after init where the axis-aligned one stays
-    # 0.6–1.0 off), the axis-aligned one some curved ones better (two moons)
+    # 0.6–1.0 off), the axis-aligned one some curved ones better (two moons). "auto" is not the
+    # default: on Lotka–Volterra MCMC-12k seed 2 its init kept a whitening pass whose ELBO was 41
+    # above log Z (BQ sd 24.5), MMTV 0.70 (benchmarks/README.md, SVBMC section)
     mixture_family: Literal["auto", "axis", "rotated"] = eqx.field(static=True, default="axis")
     # [ours] "auto" keeps the rotated family only if its ELBO is higher by more than this many
     # combined BQ sds: "keep the higher ELBO" kept, on Lotka–Volterra MCMC-12k seed 2, a rotated
