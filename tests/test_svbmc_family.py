@@ -7,6 +7,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from gpcompose import svbmc
 from gpcompose.benchmarks.metrics import gskl
@@ -70,3 +71,9 @@ def test_auto_family_keeps_the_axis_aligned_mixture_unless_the_rotated_elbo_is_c
     assert abs(float(auto.elbo) - float(axis_aligned.elbo)) < 1e-3
     np.testing.assert_allclose(auto.mixture.mean(), axis_aligned.mixture.mean(), atol=1e-4)
     np.testing.assert_allclose(auto.mixture.covariance(), axis_aligned.mixture.covariance(), atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["family_min_elbo_gain", "whitening_max_elbo_drop"])
+def test_the_sd_thresholds_must_be_finite(name):
+    with pytest.raises(ValueError, match=f"`{name}` must be finite"):
+        svbmc.SVBMCOptions(**{name: float("nan")})

@@ -98,6 +98,9 @@ class SVBMCOptions(eqx.Module):
         factors = self.exact_fit_lengthscale_factors
         if len(factors) == 0 or not all(factor > 0 for factor in factors):
             raise ValueError(f"`exact_fit_lengthscale_factors` must be non-empty and positive, got {factors}.")
+        for name in ("whitening_max_elbo_drop", "family_min_elbo_gain"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"`{name}` must be finite (a number of BQ sds), got {getattr(self, name)}.")
         if self.mixture_family not in ("auto", "axis", "rotated"):
             raise ValueError(f"`mixture_family` must be 'auto', 'axis' or 'rotated', got {self.mixture_family!r}.")
         if self.acquisition not in ("auto", "uncertainty", "imiqr"):
