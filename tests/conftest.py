@@ -52,8 +52,14 @@ MAP_COUNT_TO_RELEASE = 40_000
 def release_compiled_programs_near_the_map_limit():
     yield
     if memory_map_count() > MAP_COUNT_TO_RELEASE:
-        jax.clear_caches()
-        gc.collect()
+        release_compiled_programs_now()
+
+
+def release_compiled_programs_now():
+    """Drop JAX's caches of traced and compiled programs and collect them, which unmaps
+    their code."""
+    jax.clear_caches()
+    gc.collect()
 
 
 @pytest.fixture
@@ -128,4 +134,4 @@ def release_compiled_programs():
     Programs are shared within a file (`--dist loadfile`), rarely across files, so this costs
     little recompilation."""
     yield
-    jax.clear_caches()
+    release_compiled_programs_now()

@@ -210,8 +210,11 @@ def retrain(
             bounds=component_box,
         )
 
+    def scored(posterior):  # mixture ↦ (ELBO, BQ sd) with common random numbers
+        return lambda mixture: elbo(posterior, mixture, compare_key, options.final_entropy_samples)
+
     def score(posterior):
-        return lambda mixture: elbo(posterior, mixture, compare_key, options.final_entropy_samples)[0]
+        return lambda mixture: scored(posterior)(mixture)[0]
 
     def growth(posterior, num_steps) -> Growth:
         """Components are added at the training inputs whose surrogate mean is within
@@ -255,7 +258,7 @@ def retrain(
                 return from_start(start(options.mixture_family == "rotated"))
             starts = jax.tree_util.tree_map(lambda a, r: jnp.stack([a, r]), start(False), start(True))
             built = jax.vmap(from_start)(starts)
-            means, sds = jax.vmap(lambda m: elbo(posterior, m, compare_key, options.final_entropy_samples))(built)
+            means, sds = jax.vmap(scored(posterior))(built)
             rotated = elbo_gain_z(means[1], sds[1], means[0], sds[0]) > options.family_min_elbo_gain
             return jax.tree_util.tree_map(lambda both: both[rotated.astype(jnp.int32)], built)
 
