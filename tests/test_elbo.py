@@ -252,8 +252,11 @@ def test_axis_aligned_flag_gives_the_diagonal_family_in_the_rotated_pytree(getke
     points = jax.random.normal(getkey(), (20, 2))
     np.testing.assert_allclose(flagged.log_prob(points), diagonal.log_prob(points), rtol=1e-13)
     key = getkey()
+    # the ELBO (0.10) is the sum of an expected log joint (≈ −2.6) and an entropy (2.72), which
+    # the two code paths (full scale matrix, diagonal) round differently: equal to the rounding
+    # of those terms (measured 1.8e-13 with XLA:CPU's FAST_COMPILE preset), not relative to 0.10
     np.testing.assert_allclose(
-        quadrature.elbo(posterior, flagged, key, 256)[0], quadrature.elbo(posterior, diagonal, key, 256)[0], rtol=1e-12
+        quadrature.elbo(posterior, flagged, key, 256)[0], quadrature.elbo(posterior, diagonal, key, 256)[0], atol=1e-12
     )
     settings = dict(width=jnp.ones(2), num_steps=100, learning_rate=0.05, num_entropy_samples=64)
     moved_flagged = quadrature.maximise_elbo(posterior, flagged, key, **settings)
