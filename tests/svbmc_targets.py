@@ -1,7 +1,6 @@
 """The small SVBMC problems the SVBMC workflow tests share: one option set and one problem
 shape, so that the tests of a file reuse each other's compiled programs."""
 
-import dataclasses
 import math
 
 import jax
@@ -29,7 +28,6 @@ SMALL_SETTINGS = dict(
     whitening_passes=1,  # the targets here are Gaussian: one pass whitens them (two passes: tested)
 )
 SMALL = svbmc.SVBMCOptions(**SMALL_SETTINGS)
-AXIS_ALIGNED = dataclasses.replace(SMALL, mixture_family="axis")
 NUM_INITIAL, BUDGET, BATCH = 120, 4, 2  # one shape for every test: compiled programs are shared
 
 

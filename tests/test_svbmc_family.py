@@ -13,18 +13,18 @@ from gpcompose import svbmc
 from gpcompose.benchmarks.metrics import gskl
 
 from .svbmc_targets import (
-    AXIS_ALIGNED,
     BATCH,
     BUDGET,
     CORRELATED_COVARIANCE,
     NUM_INITIAL,
+    SMALL,
     correlated_evaluations,
     correlated_log_density,
     initial_evaluations,
 )
 
-UNWHITENED_AXIS = dataclasses.replace(AXIS_ALIGNED, whitening=False)
-UNWHITENED_AUTO = dataclasses.replace(AXIS_ALIGNED, mixture_family="auto", whitening=False)
+UNWHITENED_AXIS = dataclasses.replace(SMALL, mixture_family="axis", whitening=False)
+UNWHITENED_AUTO = dataclasses.replace(SMALL, mixture_family="auto", whitening=False)
 
 
 def test_auto_family_keeps_the_rotated_mixture_on_a_correlated_target_through_the_run():
