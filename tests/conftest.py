@@ -98,7 +98,6 @@ def backend_compilations():
 HEAVIEST_FILES_FIRST = (
     "test_svbmc.py",
     "test_example_svbmc_two_moons.py",
-    "test_svbmc_family.py",
     "test_bayesian_quadrature.py",
     "test_quadrature.py",
     "test_bvbmc.py",

@@ -1,7 +1,8 @@
 """SVBMC workflow: end-to-end accuracy on a Gaussian target, ask/tell, vmap over seeds,
-whitening, resume, failed evaluations and bad input (the variational family's choice:
-`test_svbmc_family.py`). Problem sizes are small; the paper's problems are in
-benchmarks/svbmc_*.py."""
+whitening, the choice of the variational family (`mixture_family="auto"`), resume, failed
+evaluations and bad input. Problem sizes are small; the paper's problems are in
+benchmarks/svbmc_*.py. The tests share one file so that their compiled programs are shared
+(the same `init` on the correlated target serves the whitening and the family tests)."""
 
 import dataclasses
 import math
@@ -37,7 +38,7 @@ from .svbmc_targets import (
 
 def test_gaussian_target_end_to_end():
     """ELBO within 0.05 of log Z and GsKL < 0.01 with the default (axis-aligned) family;
-    the rotated family's run is in `test_svbmc_family.py`."""
+    the rotated family's run is `test_auto_family_keeps_the_rotated_mixture_...`."""
     X, y = initial_evaluations(jax.random.key(0), NUM_INITIAL)
     result = svbmc.fit(
         lambda x: float(gaussian_log_density(jnp.asarray(x))),
@@ -227,7 +228,7 @@ def test_a_round_whose_every_candidate_peaks_keeps_the_last_hyperparameters_and_
     last_surrogate = _surrogate.Surrogate(small_state.posterior.kernel, small_state.posterior.mean)
     rows = (small_state.inputs, small_state.log_densities, small_state.observation_variance, small_state.succeeded)
     num_initial = small_state.capacity - options.budget
-    posterior, mixture, *_ = _training.retrain(
+    posterior, mixture, *_ = eqx.filter_jit(_training.retrain)(
         *rows,
         jax.random.key(11),
         options,
@@ -240,8 +241,13 @@ def test_a_round_whose_every_candidate_peaks_keeps_the_last_hyperparameters_and_
     expected = condition_on_selected(
         last_surrogate, small_state.inputs, values, noise, keep, options, num_initial=num_initial
     )
+    # `retrain` is compiled and `condition_on_selected` runs op by op here: equal to rounding
+    # (measured: 13 of 124 entries of one leaf differ, by ≤ 1e-15 relative)
     for new, old in zip(jax.tree_util.tree_leaves(posterior), jax.tree_util.tree_leaves(expected)):
-        np.testing.assert_array_equal(new, old)
+        if jnp.issubdtype(new.dtype, jnp.floating):
+            np.testing.assert_allclose(new, old, rtol=1e-12, atol=1e-15)
+        else:
+            np.testing.assert_array_equal(new, old)
     assert not np.any(np.asarray(posterior.inducing_mask[-options.batch_size :]))
 
 
@@ -287,14 +293,24 @@ def test_bad_input_raises_value_errors():
         svbmc.init(X, y, key=jax.random.key(0), noise_sd=np.ones(3))
 
 
-def test_whitening_fits_a_correlated_target_better_than_the_axis_aligned_space():
+UNWHITENED_AXIS = dataclasses.replace(SMALL, mixture_family="axis", whitening=False)
+UNWHITENED_AUTO = dataclasses.replace(SMALL, mixture_family="auto", whitening=False)
+
+
+@pytest.fixture(scope="module")
+def correlated_unwhitened_axis_state():
+    """`init` on N(0, C), correlation 0.95, with the axis-aligned family and no whitening."""
+    X, y = correlated_evaluations()
+    return svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=UNWHITENED_AXIS)
+
+
+def test_whitening_fits_a_correlated_target_better_than_the_axis_aligned_space(correlated_unwhitened_axis_state):
     """On N(0, C) with correlation 0.95, with the axis-aligned family, the refit in the
     space whitened by the first q is kept: ELBO −0.006 against −0.166 without whitening
     (log Z = 0), GsKL 9e-5 against 0.17 (measured; the first q's covariance, L Lᵀ, is C
     shrunk by half)."""
     X, y = correlated_evaluations()
-    unwhitened = dataclasses.replace(SMALL, whitening=False)
-    plain = svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=unwhitened)
+    plain = correlated_unwhitened_axis_state
     whitened = svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=SMALL)
     assert not np.allclose(whitened.transform.factor, np.eye(2))
     assert float(whitened.elbo) > float(plain.elbo)
@@ -318,6 +334,59 @@ def test_a_second_whitening_pass_whitens_the_target():
 
     assert np.max(np.abs(covariance_in_space(1) - np.eye(2))) > 0.5
     np.testing.assert_allclose(covariance_in_space(2), np.eye(2), atol=0.05)
+
+
+def test_auto_family_keeps_the_axis_aligned_mixture_unless_the_rotated_elbo_is_clearly_higher():
+    """On the axis-aligned Gaussian target, with whitening off, both families reach log Z
+    (rotated − axis-aligned ELBO: −0.15, 0.00, −0.30, −0.17 combined sds for keys 0–3,
+    measured), so "auto" keeps the axis-aligned one (flag on), and its init is the "axis"
+    init, to Monte Carlo error (the flagged pytree goes through the full-matrix code,
+    `test_elbo.py`)."""
+    X, y = initial_evaluations(jax.random.key(0), NUM_INITIAL)
+    settings = dict(key=jax.random.key(0), budget=BUDGET, batch_size=BATCH)
+    auto = svbmc.init(X, y, **settings, options=UNWHITENED_AUTO)
+    axis_aligned = svbmc.init(X, y, **settings, options=UNWHITENED_AXIS)
+    assert auto.mixture.lambda_offdiagonal is not None and not bool(auto.mixture.is_rotated)
+    assert abs(float(auto.elbo) - float(axis_aligned.elbo)) < 1e-3
+    np.testing.assert_allclose(auto.mixture.mean(), axis_aligned.mixture.mean(), atol=1e-4)
+    np.testing.assert_allclose(auto.mixture.covariance(), axis_aligned.mixture.covariance(), atol=1e-4)
+
+
+def test_auto_family_keeps_the_rotated_mixture_on_a_correlated_target_through_the_run(
+    correlated_unwhitened_axis_state,
+):
+    """Without whitening, on N(0, C) with correlation 0.95, the build-up of the axis-aligned
+    family (K ≤ 4) stays 0.166 below log Z = 0 (BQ sd 0.052) with GsKL 0.17 (measured);
+    "auto" builds both families on the same surrogate and keeps the rotated one, whose ELBO
+    is higher by 3.1 combined sds (> `family_min_elbo_gain` = 2): ELBO +0.077 (BQ sd 0.058),
+    GsKL 0.011 (measured; the "rotated" init gives the same to every digit). The active
+    rounds keep the rotated family (a flag no optimiser moves) and end within 0.05 of log Z
+    with GsKL < 0.01 (measured: ELBO −0.016, BQ sd 0.016, GsKL 0.006)."""
+    X, y = correlated_evaluations()
+    axis_aligned = correlated_unwhitened_axis_state
+    state = svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=UNWHITENED_AUTO)
+    assert bool(state.mixture.is_rotated)
+    assert float(state.elbo) > float(axis_aligned.elbo) + 0.1
+    assert abs(float(state.elbo)) < 2 * float(state.elbo_sd)
+    posterior = svbmc.result(state).posterior
+    assert gskl(posterior.mean(), posterior.covariance(), jnp.zeros(2), jnp.asarray(CORRELATED_COVARIANCE)) < 0.02
+
+    for key in jax.random.split(jax.random.key(5), BUDGET):
+        x = svbmc.ask(state, key)
+        state = svbmc.tell(state, x, float(correlated_log_density(x)))
+    result = svbmc.result(state)
+    assert int(state.num_evaluations) == BUDGET and bool(state.mixture.is_rotated)
+    assert abs(float(result.elbo)) < 0.05
+    divergence = gskl(
+        result.posterior.mean(), result.posterior.covariance(), jnp.zeros(2), jnp.asarray(CORRELATED_COVARIANCE)
+    )
+    assert float(divergence) < 0.01
+
+
+@pytest.mark.parametrize("name", ["family_min_elbo_gain", "whitening_max_elbo_drop"])
+def test_the_sd_thresholds_must_be_finite(name):
+    with pytest.raises(ValueError, match=f"`{name}` must be finite"):
+        svbmc.SVBMCOptions(**{name: float("nan")})
 
 
 def test_run_vmapped_over_seeds_equals_single_runs():

@@ -23,9 +23,9 @@ class SVBMCOptions(eqx.Module):
     # (Lotka–Volterra MCMC-12k: ΔLML 0.07–0.11 after init where the axis-aligned one stays
     # 0.6–1.0 off), the axis-aligned one some curved ones better (two moons). "auto" is not the
     # default: on Lotka–Volterra MCMC-12k seed 2 its init kept a whitening pass whose ELBO was 41
-    # above log Z (BQ sd 24.5), MMTV 0.70, where "axis" from the same first fit reaches 1.0 below
-    # with K = 30: its axis-aligned candidate in the whitened space stopped at K = 1, not yet
-    # traced (benchmarks/README.md, SVBMC section)
+    # above log Z (BQ sd 24.5), MMTV 0.70, where "axis" reached 1.0 below with K = 30; but that
+    # "axis" init itself ends 16 above log Z (BQ sd 14.7) under a compiler flag that moves only
+    # rounding, so the seed says nothing for or against "auto" (benchmarks/README.md, SVBMC section)
     mixture_family: Literal["auto", "axis", "rotated"] = eqx.field(static=True, default="axis")
     # [ours] "auto" keeps the rotated family only if its ELBO is higher by more than this many
     # combined BQ sds: "keep the higher ELBO" kept, on Lotka–Volterra MCMC-12k seed 2, a rotated

@@ -262,15 +262,32 @@ def retrain(
             rotated = elbo_gain_z(means[1], sds[1], means[0], sds[0]) > options.family_min_elbo_gain
             return jax.tree_util.tree_map(lambda both: both[rotated.astype(jnp.int32)], built)
 
-        def with_subset_hyperparameters():
-            return refit.unfitted, build(refit.unfitted)
-
         # second check [ours], as in the active phase below: if the built-up mixture's
         # draws find the mean above the ceiling, build it on the subset MAP's posterior
-        # (unless the first check already chose that posterior: the build would repeat)
-        mixture = build(posterior)
-        rebuild = peaks(posterior, mixture) & ~refit.fell_back
-        posterior, mixture = jax.lax.cond(rebuild, with_subset_hyperparameters, lambda: (posterior, mixture))
+        # (unless the first check already chose that posterior: the build would repeat).
+        # The two attempts are one loop, so that the program holds one copy of `build`.
+        def attempt(carry):
+            count, _, _ = carry
+            chosen = jax.tree_util.tree_map(
+                lambda fitted, unfitted: jnp.where(count == 0, fitted, unfitted), refit.posterior, refit.unfitted
+            )
+            return count + 1, chosen, build(chosen)
+
+        def again(carry):
+            count, posterior, mixture = carry
+            return (count == 0) | ((count == 1) & peaks(posterior, mixture) & ~refit.fell_back)
+
+        # the loop's first mixture is a placeholder of the built-up structure, never read
+        placeholder = initial_mixture(
+            inputs,
+            log_densities,
+            keep,
+            dimension + 2.0,
+            options.max_components,
+            rotated=options.mixture_family == "rotated",
+            selectable=options.mixture_family == "auto",
+        )
+        _, posterior, mixture = jax.lax.while_loop(again, attempt, (jnp.asarray(0), refit.posterior, placeholder))
     else:
         # the warm-started mixture is re-optimised, then one growth stage is tried while
         # K < K_max [ours; the document leaves the K policy of the loop open]: a build-up

@@ -18,7 +18,7 @@ def elbo_gain_z(
 ) -> Float[Array, ""]:
     """How far an ELBO lies above another in combined Bayesian-quadrature sds [ours]:
     (mean − other_mean)/√(sd² + other_sd²), the rule by which SVBMC keeps a whitened fit
-    (`refit_whitened`) and the rotated family ("auto" `mixture_family`); a denominator of
+    (`fit_and_whiten`) and the rotated family ("auto" `mixture_family`); a denominator of
     0 is floored at the smallest positive number."""
     combined_sd = jnp.maximum(jnp.sqrt(sd**2 + other_sd**2), jnp.finfo(sd.dtype).tiny)
     return (mean - other_mean) / combined_sd

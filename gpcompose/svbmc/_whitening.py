@@ -34,31 +34,93 @@ def surrogate_score(posterior: SparsePosterior, inputs, log_densities, noise, ke
 
 
 def keeps_whitening(valid, score_gain, elbo_drop_z, new_peaks, old_peaks, max_drop_z) -> Bool[Array, ""]:
-    """Whether `refit_whitened` keeps the whitened fit: it is `valid` (finite factor and
-    ELBO), its score is higher (`score_gain` > 0), its ELBO is not significantly lower
-    (`elbo_drop_z`, the drop in combined Bayesian-quadrature sds, ≤ `max_drop_z`) and its
-    mixture does not peak (`mixture_peaks`) unless the first fit's does too."""
+    """Whether a whitening pass (`fit_and_whiten`) keeps the whitened fit: it is `valid`
+    (finite factor and ELBO), its score is higher (`score_gain` > 0), its ELBO is not
+    significantly lower (`elbo_drop_z`, the drop in combined Bayesian-quadrature sds,
+    ≤ `max_drop_z`) and its mixture does not peak (`mixture_peaks`) unless the fit kept
+    so far peaks too."""
     return valid & (score_gain > 0) & (elbo_drop_z <= max_drop_z) & (old_peaks | ~new_peaks)
 
 
-def refit_whitened(
+def whiten_by(
+    mixture: VBMCMixture,
+    space: WhitenedTransform,
+    inputs: Float[Array, "C D"],
+    log_densities: Float[Array, " C"],
+    succeeded: Bool[Array, " C"],
+):
+    """(space', inputs', log_densities', ok): the evaluations in the space whitened by q.
+
+    With m, L L^T = E_q[w], Cov_q[w] in the current space w, the new coordinates are
+    w' = L⁻¹(w − m); every point moves there and its log density gains log|det L|, so
+    fits in both spaces estimate the same log Z. The composed transform maps x to w'
+    through u = m₀ + L₀ w = (m₀ + L₀ m) + (L₀ L) w'. Where L is not finite (`ok` false)
+    the identity is used."""
+    mean, factor, ok = whitening_of(mixture)
+    factor = jnp.where(ok, factor, jnp.eye(factor.shape[0], dtype=factor.dtype))
+    mean = jnp.where(ok, mean, 0.0)
+    new_space = WhitenedTransform(space.bounded, space.unwhiten(mean), space.factor @ factor)
+    whitened = jsl.solve_triangular(factor, (inputs - mean[None]).T, lower=True).T
+    new_inputs = jnp.where(succeeded[:, None], whitened, inputs)  # the other rows are masked out everywhere
+    log_det = jnp.sum(jnp.log(jnp.diag(factor)))
+    new_log_densities = jnp.where(succeeded, log_densities + log_det, log_densities)
+    return new_space, new_inputs, new_log_densities, ok
+
+
+def whitened_fit_is_better(
+    fit: tuple,
+    whitened: tuple,
+    observation_variance: Float[Array, " C"],
+    succeeded: Bool[Array, " C"],
+    key,
+    options: SVBMCOptions,
+    *,
+    num_initial: int,
+) -> Bool[Array, ""]:
+    """Whether a whitening pass keeps its fit (`keeps_whitening`). `fit` is (inputs,
+    log_densities, `retrain` output) in the current space, `whitened` is (inputs',
+    log_densities', `retrain` output, ok) in the whitened one."""
+    inputs, log_densities, old = fit
+    new_inputs, new_log_densities, new, ok = whitened
+    # one set of training rows and noises serves both: y moved by a constant, which they do not see
+    keep, values, noise = training_rows((inputs, log_densities, observation_variance, succeeded), options, num_initial)
+    new_values = values + (new_log_densities - log_densities)
+    old_score = surrogate_score(old[0], inputs, values, noise, keep)
+    new_score = surrogate_score(new[0], new_inputs, new_values, noise, keep)
+    peak_key = jax.random.fold_in(key, 4)
+    dimension = inputs.shape[1]
+    old_peaks = mixture_peaks(old[0], old[1], peak_ceiling(values, keep, options, dimension), peak_key, options)
+    new_peaks = mixture_peaks(new[0], new[1], peak_ceiling(new_values, keep, options, dimension), peak_key, options)
+    return keeps_whitening(
+        ok & jnp.isfinite(new[2]),
+        new_score - old_score,
+        elbo_gain_z(old[2], old[3], new[2], new[3]),
+        new_peaks,
+        old_peaks,
+        options.whitening_max_elbo_drop,
+    )
+
+
+def fit_and_whiten(
     space: WhitenedTransform,
     inputs: Float[Array, "C D"],
     log_densities: Float[Array, " C"],
     observation_variance: Float[Array, " C"],
     succeeded: Bool[Array, " C"],
-    fit: tuple,
     key,
     options: SVBMCOptions,
     *,
     num_initial: int,
 ):
-    """Refit from scratch in the space whitened by the fitted mixture q and keep the
-    whitened fit if it explains the evaluations better — the higher collapsed SGPR bound
-    + log hyperprior (`sparse_objective`, the score of §2.7), the same data under two input
-    bases, as trimming and noise shaping see only differences of y — unless its ELBO is
-    lower by more than two combined Bayesian-quadrature sds, (old − new)/√(sd² + sd'²) > 2
-    (`options.whitening_max_elbo_drop`).
+    """The initial fit: `retrain` in `space`, then with `options.whitening` that many
+    `options.whitening_passes`, each a refit from scratch in the space whitened by the q of
+    the fit kept so far (`whiten_by`). A pass's fit is kept if it explains the evaluations
+    better — the higher collapsed SGPR bound + log hyperprior (`sparse_objective`, the
+    score of §2.7), the same data under two input bases, as trimming and noise shaping
+    see only differences of y — unless its ELBO is lower by more than two combined
+    Bayesian-quadrature sds, (old − new)/√(sd² + sd'²) > 2
+    (`options.whitening_max_elbo_drop`), or its mixture peaks where the first's does not
+    (`keeps_whitening`).
 
     VBMC keeps a whitening if the ELBO rises. That rule kept surrogates that are
     confidently wrong in the posterior's mass, because their ELBO overestimates log Z:
@@ -70,12 +132,6 @@ def refit_whitened(
     build-up stopped at K = 1; ELBO 0.43 below the first fit's, 2.3 combined sds; ΔLML 1.09
     and MMTV 0.22 after init against 0.66 and 0.13 unwhitened with K = 29).
 
-    With m, L L^T = E_q[w], Cov_q[w] in the current space w, the new coordinates are
-    w' = L⁻¹(w − m); every point moves there and its log density gains log|det L|, so
-    both ELBOs estimate the same log Z. The composed transform maps x to w' through
-    u = m₀ + L₀ w = (m₀ + L₀ m) + (L₀ L) w'. `fit` is `retrain`'s output in the current
-    space; the refit is `retrain(..., previous=None)` in the new one.
-
     A whitened fit whose own mixture finds the surrogate mean above the refit guard's
     ceiling y_max + D (`mixture_peaks`) is not kept unless the first fit's does too: a
     better bound says the surrogate explains the evaluations, not that it stays low where
@@ -84,49 +140,67 @@ def refit_whitened(
     above y_max, target 70 below) and the ELBO was 28.6 above log Z, MMTV 0.84; the first
     fit's was 0.62 below, MMTV 0.14 (`benchmarks/README.md`).
 
-    **Returns:** (space, inputs, log_densities, fit) of the kept fit.
+    The first fit and the passes are one `lax.scan` over 1 + P passes [ours], pass 0
+    fitting in `space` and always kept, so that the program holds one copy of `retrain`
+    (its first carry is a placeholder of zeros that pass 0 replaces unread; the pass-0
+    branches are `lax.cond`s on an unbatched flag, so they stay branches under `vmap`).
+    Keys: `key` for the first fit, fold_in(key, 1) for pass 1, split(fold_in(key, 5),
+    P − 1) for the others.
+
+    **Returns:** (space, inputs, log_densities, fit) of the kept fit, fit being
+    `retrain`'s output.
     """
-    mixture = fit[1]
-    mean, factor, ok = whitening_of(mixture)
-    factor = jnp.where(ok, factor, jnp.eye(factor.shape[0], dtype=factor.dtype))
-    mean = jnp.where(ok, mean, 0.0)
-    new_space = WhitenedTransform(space.bounded, space.unwhiten(mean), space.factor @ factor)
-    whitened = jsl.solve_triangular(factor, (inputs - mean[None]).T, lower=True).T
-    new_inputs = jnp.where(succeeded[:, None], whitened, inputs)  # the other rows are masked out everywhere
-    log_det = jnp.sum(jnp.log(jnp.diag(factor)))
-    new_log_densities = jnp.where(succeeded, log_densities + log_det, log_densities)
-    new_fit = retrain(
-        new_inputs,
-        new_log_densities,
-        observation_variance,
-        succeeded,
-        key,
-        options,
-        num_initial=num_initial,
-        previous=None,
+
+    def fit_in(inputs, log_densities, pass_key):
+        return retrain(
+            inputs,
+            log_densities,
+            observation_variance,
+            succeeded,
+            pass_key,
+            options,
+            num_initial=num_initial,
+            previous=None,
+        )
+
+    if not options.whitening:
+        return space, inputs, log_densities, fit_in(inputs, log_densities, key)
+    more_keys = jax.random.split(jax.random.fold_in(key, 5), options.whitening_passes - 1)
+    keys = jnp.concatenate([key[None], jax.random.fold_in(key, 1)[None], more_keys])
+    is_first = jnp.arange(1 + options.whitening_passes) == 0
+
+    def one_pass(carry, pass_inputs):
+        pass_key, first = pass_inputs
+        space, inputs, log_densities, fit = carry
+        new_space, new_inputs, new_log_densities, ok = jax.lax.cond(
+            first,
+            lambda: (space, inputs, log_densities, jnp.asarray(True)),
+            lambda: whiten_by(fit[1], space, inputs, log_densities, succeeded),
+        )
+        new_fit = fit_in(new_inputs, new_log_densities, pass_key)
+        better = jax.lax.cond(
+            first,
+            lambda: jnp.asarray(True),
+            lambda: whitened_fit_is_better(
+                (inputs, log_densities, fit),
+                (new_inputs, new_log_densities, new_fit, ok),
+                observation_variance,
+                succeeded,
+                pass_key,
+                options,
+                num_initial=num_initial,
+            ),
+        )
+        kept = jax.tree_util.tree_map(
+            lambda new, old: jnp.where(better, new, old),
+            (new_space, new_inputs, new_log_densities, new_fit),
+            carry,
+        )
+        return kept, None
+
+    fit_shape = jax.eval_shape(fit_in, inputs, log_densities, key)
+    placeholder = jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), fit_shape)
+    (space, inputs, log_densities, fit), _ = jax.lax.scan(
+        one_pass, (space, inputs, log_densities, placeholder), (keys, is_first)
     )
-    # one set of training rows and noises serves both: y moved by a constant, which they do not see
-    keep, values, noise = training_rows((inputs, log_densities, observation_variance, succeeded), options, num_initial)
-    new_values = values + (new_log_densities - log_densities)
-    old_score = surrogate_score(fit[0], inputs, values, noise, keep)
-    new_score = surrogate_score(new_fit[0], new_inputs, new_values, noise, keep)
-    peak_key = jax.random.fold_in(key, 4)
-    dimension = inputs.shape[1]
-    old_peaks = mixture_peaks(fit[0], fit[1], peak_ceiling(values, keep, options, dimension), peak_key, options)
-    new_peaks = mixture_peaks(
-        new_fit[0], new_fit[1], peak_ceiling(new_values, keep, options, dimension), peak_key, options
-    )
-    elbo_drop_z = elbo_gain_z(fit[2], fit[3], new_fit[2], new_fit[3])
-    better = keeps_whitening(
-        ok & jnp.isfinite(new_fit[2]),
-        new_score - old_score,
-        elbo_drop_z,
-        new_peaks,
-        old_peaks,
-        options.whitening_max_elbo_drop,
-    )
-    return jax.tree_util.tree_map(
-        lambda new, old: jnp.where(better, new, old),
-        (new_space, new_inputs, new_log_densities, new_fit),
-        (space, inputs, log_densities, fit),
-    )
+    return space, inputs, log_densities, fit

@@ -24,7 +24,7 @@ from ._options import SVBMCOptions
 from ._state import SVBMCState
 from ._surrogate import Surrogate
 from ._training import new_point_value_and_noise, retrain, training_rows
-from ._whitening import refit_whitened
+from ._whitening import fit_and_whiten
 
 
 class SVBMCResult(eqx.Module):
@@ -187,7 +187,8 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
     run_key, train_key = jax.random.split(key)
-    fit = retrain(
+    space, inputs, log_densities, fit = fit_and_whiten(
+        space,
         inputs,
         log_densities,
         observation_variance,
@@ -195,30 +196,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         train_key,
         options,
         num_initial=num_initial,
-        previous=None,
     )
-    if options.whitening:
-
-        def whitening_pass(carry, pass_key):
-            space, inputs, log_densities, fit = carry
-            kept = refit_whitened(
-                space,
-                inputs,
-                log_densities,
-                observation_variance,
-                succeeded,
-                fit,
-                pass_key,
-                options,
-                num_initial=num_initial,
-            )
-            return kept, None
-
-        carry, _ = whitening_pass((space, inputs, log_densities, fit), jax.random.fold_in(train_key, 1))
-        if options.whitening_passes > 1:  # one compiled pass, scanned
-            more_keys = jax.random.split(jax.random.fold_in(train_key, 5), options.whitening_passes - 1)
-            carry, _ = jax.lax.scan(whitening_pass, carry, more_keys)
-        space, inputs, log_densities, fit = carry
     posterior, mixture, elbo, elbo_sd, centre, width = fit
     return SVBMCState(
         inputs=inputs,
