@@ -128,8 +128,10 @@ def retrain(
     mixture up again on the subset MAP's unfitted posterior, and an active round keeps
     the previous hyperparameters (on inducing points selected afresh) and re-optimises
     the previous mixture on that sparse GP (keeping it unchanged if that peaks too).
-    Under `vmap` both branches of these `lax.cond`s run, so a vmapped initialisation
-    builds the mixture up twice. The components stay inside the high points' box.
+    Under `vmap` both branches of the active phase's `lax.cond`s run, and a vmapped
+    initialisation builds the mixture up a second time for every seed once one seed needs
+    it (the two attempts are one `lax.while_loop`). The components stay inside the high
+    points' box.
 
     **Returns:** (posterior, mixture, elbo, elbo_sd, centre, width).
     """
@@ -277,7 +279,7 @@ def retrain(
             count, posterior, mixture = carry
             return (count == 0) | ((count == 1) & peaks(posterior, mixture) & ~refit.fell_back)
 
-        # the loop's first mixture is a placeholder of the built-up structure, never read
+        # the loop's first mixture is a placeholder of the built-up structure; its value never matters
         placeholder = initial_mixture(
             inputs,
             log_densities,
