@@ -7,11 +7,14 @@ import os
 # time; whole suite 17 min 07 s → 13 min 13 s on 2 cores), and so do the HLO passes that XLA:CPU's
 # FAST_COMPILE preset leaves out (one SVBMC `init` of tests/svbmc_targets.py: backend compile
 # 28.5 s → 19.9 s, init + two ask/tell 50.5 s → 39.3 s, alone on this 2-core CPU; the ELBO moves
-# by 6e-4, within its sd). Set before the first computation creates the backend. XLA's CPU
-# fast-math is off either way.
+# by 6e-4, within its sd), and so does XLA:CPU's newer MLIR "fusion emitter" code generation,
+# against the older LLVM IR emitters (the same `init`: backend compile 14.5–14.9 s → 10.3–11.2 s,
+# its ELBO equal to 6 digits; test_svbmc.py alone 295 s → 223 s). Set before the first computation
+# creates the backend. XLA's CPU fast-math is off either way.
 os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "")
     + " --xla_backend_optimization_level=0 --xla_cpu_opt_preset=CPU_OPT_PRESET_FAST_COMPILE"
+    + " --xla_cpu_use_fusion_emitters=false"
 ).strip()
 # jaxlib 0.10's batched LAPACK kernels (Cholesky, triangular solves) split a batch over XLA's CPU
 # thread pool and block until the pieces finish; when every pool thread is blocked that way the

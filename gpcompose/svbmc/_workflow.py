@@ -394,29 +394,28 @@ def _evaluate(log_density, x):
 def run(log_density: Callable, state: SVBMCState, key: PRNGKeyArray) -> SVBMCState:
     """Spend the rest of the budget on a JAX-traceable `log_density` (x ↦ log p(x) or
     (log p(x), sd)) in one compiled program: rounds of `batch_size` ask/evaluate/record
-    steps, each followed by a retraining. Resumes a state saved mid-round. Vmaps over
-    seeds: `jax.vmap(lambda k: svbmc.run(f, svbmc.init(X, y, key=k), k))(keys)`."""
+    steps, each followed by a retraining. The n-th evaluation's point is
+    `ask(state, jax.random.fold_in(key, n))`, as in `fit`'s loop, so `run(f, init(X, y,
+    key=k₁), k₂)` is `fit(f, X, y, key=k)` with (k₁, k₂) = `jax.random.split(k)` (to
+    rounding: here f is traced). Resumes a state saved mid-round. Vmaps over seeds:
+    `jax.vmap(lambda k: svbmc.run(f, svbmc.init(X, y, key=k), k))(keys)`."""
     options = state.options
 
-    def one_round(carry):
-        state, key = carry
-        key, round_key = jax.random.split(key)
+    def one_round(state):
         start = state.num_pending
 
         def one_evaluation(index, state):
-            x = ask(state, jax.random.fold_in(round_key, index))
+            x = ask(state, jax.random.fold_in(key, state.num_evaluations))
             value, sd = _evaluate(log_density, x)
             active = (index >= start) & (state.num_evaluations < options.budget)
             return jax.lax.cond(active, lambda s: _record(s, x, value, sd), lambda s: s, state)
 
-        state = jax.lax.fori_loop(0, options.batch_size, one_evaluation, state)
-        return _retrain_state(state), key
+        return _retrain_state(jax.lax.fori_loop(0, options.batch_size, one_evaluation, state))
 
-    def unfinished(carry):
-        return carry[0].num_evaluations < options.budget
+    def unfinished(state):
+        return state.num_evaluations < options.budget
 
-    state, _ = jax.lax.while_loop(unfinished, one_round, (state, key))
-    return state
+    return jax.lax.while_loop(unfinished, one_round, state)
 
 
 def result(state: SVBMCState) -> SVBMCResult:
