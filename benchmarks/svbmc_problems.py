@@ -456,7 +456,9 @@ def active_below_trim_level(state) -> int:
 
 def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budget=None, batch_size=None):
     """All `seeds` as one program: `jax.jit(jax.vmap(init + svbmc.run))` over the seeds' initial
-    sets and keys, the target traced into it (exact targets only). The outcomes carry the
+    sets and keys, the target traced into it (exact targets only), with the keys of `run_seed`'s
+    `init` and `fit`, so each seed's run is the sequential one to rounding (which an unstable
+    init can amplify, block "seed 2's init is decided by rounding" of benchmarks/README.md). The outcomes carry the
     batch's compile and run seconds (`batch_compile_seconds`, `batch_run_seconds`, for all
     seeds together) instead of per-seed times."""
     if problem.noise_sd is not None:
@@ -466,7 +468,7 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
 
     def whole_run(X, y, key):
         state = initialise(problem, X, y, key, options, budget, batch_size)
-        return svbmc.run(problem.log_density, state, jax.random.fold_in(key, 1))
+        return svbmc.run(problem.log_density, state, jax.random.split(key)[1])  # `fit`'s loop key
 
     fit_keys = jnp.stack([k[1] for k in keys])
     start = time.perf_counter()
