@@ -617,7 +617,7 @@ def main():
         "--mixture-family",
         choices=("auto", "axis", "rotated"),
         default=None,
-        help="variational family (default: the library's, 'auto')",
+        help="variational family (default: the library's, 'axis')",
     )
     parser.add_argument("--no-whitening", action="store_true", help="no whitening of the inference space")
     parser.add_argument("--whitening-passes", type=int, default=None, help="whitening passes at init")
