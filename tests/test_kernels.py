@@ -125,8 +125,12 @@ def test_gram_is_symmetric_positive_semidefinite(name, X):
     K = np.asarray(_evaluations(KERNELS[name], jnp.asarray(X), jnp.asarray(X[:5]))["gram"])
     assert K.shape == (8, 8)
     assert np.all(np.isfinite(K))
-    # Exact symmetry up to rounding (dot-product kernels sum in a different order).
-    np.testing.assert_allclose(K, K.T, rtol=1e-13, atol=1e-14 * np.max(np.abs(K)))
+    # Symmetry up to rounding (dot-product kernels sum in a different order). Compiled with XLA's
+    # default flags (and the suite's since fffc686) the product kernel with `active_dims` at
+    # near-coincident points (coordinates ±1e-5) is asymmetric by 3.1e-13 relative (measured; with
+    # the older test flags 0): rounding of the compiled distance computation, not a formula error.
+    # Making the Gram symmetric by construction is an open follow-up (stop note 2026-11-29).
+    np.testing.assert_allclose(K, K.T, rtol=1e-12, atol=1e-14 * np.max(np.abs(K)))
     trace = np.trace(K)
     assert trace >= 0
     assert np.linalg.eigvalsh(K).min() >= -1e-8 * trace
