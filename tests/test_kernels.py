@@ -125,12 +125,10 @@ def test_gram_is_symmetric_positive_semidefinite(name, X):
     K = np.asarray(_evaluations(KERNELS[name], jnp.asarray(X), jnp.asarray(X[:5]))["gram"])
     assert K.shape == (8, 8)
     assert np.all(np.isfinite(K))
-    # Symmetry up to rounding (dot-product kernels sum in a different order). Compiled with XLA's
-    # default flags (and the suite's since fffc686) the product kernel with `active_dims` at
-    # near-coincident points (coordinates ±1e-5) is asymmetric by 3.1e-13 relative (measured; with
-    # the older test flags 0): rounding of the compiled distance computation, not a formula error.
-    # Making the Gram symmetric by construction is an open follow-up (stop note 2026-11-29).
-    np.testing.assert_allclose(K, K.T, rtol=1e-12, atol=1e-14 * np.max(np.abs(K)))
+    # Symmetry up to rounding (dot-product kernels sum in a different order). Stationary kernels
+    # form r² from differences, so near-coincident points (hypothesis likes ±1e-5) keep it too;
+    # with r² from the expansion |a|² + |b|² − 2aᵀb this failed at 3.1e-13 (aabdb9c's note).
+    np.testing.assert_allclose(K, K.T, rtol=1e-13, atol=1e-14 * np.max(np.abs(K)))
     trace = np.trace(K)
     assert trace >= 0
     assert np.linalg.eigvalsh(K).min() >= -1e-8 * trace
@@ -384,6 +382,40 @@ def test_vectorised_cross_equals_pairwise_evaluation_far_from_the_origin(name):
         jax.tree_util.tree_leaves(eqx.filter(pairwise_gradient, eqx.is_inexact_array)),
     ):
         np.testing.assert_allclose(leaf, reference, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("smoothness", [0.5, 1.5])
+def test_gram_is_accurate_at_near_coincident_points(smoothness):
+    # Points 1e-7 apart, spread 1 around the origin: r² ≈ 1e-14 is close to the rounding of
+    # |a|² + |b|² − 2aᵀb (a few 1e-16, below which aabdb9c snapped r² to 0): a Gram from that
+    # expansion was off by 8.5e-8 (Matérn-1/2) and 1.1e-14 (Matérn-3/2), measured; from
+    # differences it matches the closed form to K's own rounding.
+    X = _inputs(33, n=6)
+    X[1::2] = X[0::2] + 1e-7 * _inputs(34, n=3)
+    kernel = MATERNS[smoothness](lengthscale=jnp.asarray(LENGTHSCALE))
+    K = np.asarray(_evaluations(kernel, jnp.asarray(X), jnp.asarray(X[:5]))["gram"])
+    expected = _matern_numpy(smoothness, _pairwise_scaled_distance(X, X, LENGTHSCALE))
+    np.testing.assert_allclose(K, expected, rtol=0, atol=4 * np.finfo(np.float64).eps)
+
+
+@pytest.mark.parametrize("make", [SquaredExponential, Matern12, Matern32, Matern52])
+@pytest.mark.parametrize("lengthscale", [0.7, [0.7], [0.7, 1.3, 0.4]], ids=["scalar", "one", "three"])
+def test_gram_gradient_under_jit_equals_forward_mode(make, lengthscale):
+    # Reverse mode of the Gram under jit (what every fit uses) against forward mode without
+    # jit, at inputs with a repeated row. A mask in the distances' derivative made XLA:CPU
+    # miscompile the reverse pass for ℓ of shape (1,): 10.53 became −7.19 (2026-11-29).
+    dimension = len(np.atleast_1d(lengthscale))
+    X = np.linspace(-1.5, 1.5, 5)[:, None] + np.arange(dimension)[None, :] * 0.3
+    X = jnp.asarray(np.vstack([X, X[2:3]]))
+    weights = jnp.asarray(np.random.default_rng(5).normal(size=(6, 6)))
+
+    def loss(log_lengthscale):
+        return jnp.sum(weights * jnp.sin(make(lengthscale=jnp.exp(log_lengthscale)).gram(X)))
+
+    point = jnp.log(jnp.asarray(lengthscale))
+    reverse = jax.jit(jax.grad(loss))(point)
+    forward = jax.jacfwd(loss)(point)
+    np.testing.assert_allclose(reverse, forward, rtol=1e-12, atol=1e-13)
 
 
 def test_call_is_cross():

@@ -397,8 +397,10 @@ def run(log_density: Callable, state: SVBMCState, key: PRNGKeyArray) -> SVBMCSta
     steps, each followed by a retraining. The n-th evaluation's point is
     `ask(state, jax.random.fold_in(key, n))`, as in `fit`'s loop, so `run(f, init(X, y,
     key=k₁), k₂)` is `fit(f, X, y, key=k)` with (k₁, k₂) = `jax.random.split(k)` (to
-    rounding: here f is traced). Resumes a state saved mid-round. Vmaps over seeds:
-    `jax.vmap(lambda k: svbmc.run(f, svbmc.init(X, y, key=k), k))(keys)`."""
+    rounding: here f is traced). Resumes a state saved mid-round. Vmaps over seeds, each
+    seed the run `fit` would make with its key:
+    `jax.vmap(lambda k: svbmc.run(f, svbmc.init(X, y, key=jax.random.split(k)[0]),
+    jax.random.split(k)[1]))(keys)`."""
     options = state.options
 
     def one_round(state):
