@@ -418,6 +418,18 @@ def test_gram_gradient_under_jit_equals_forward_mode(make, lengthscale):
     np.testing.assert_allclose(reverse, forward, rtol=1e-12, atol=1e-13)
 
 
+@pytest.mark.parametrize("make", [SquaredExponential, Matern12, Matern32, Matern52, RationalQuadratic])
+def test_a_nan_input_row_gives_nan_not_full_correlation(make):
+    # A NaN coordinate must not read as a coincident point (r² = 0, k = σ²): that would be
+    # a plausible, silently wrong covariance. Before 2026-11-29 both the distance cut-off
+    # and the Matérn's √r² mapped NaN to 0.
+    X = np.asarray([[0.0, 1.0], [np.nan, 0.0], [1.0, 1.0]])
+    K = np.asarray(_evaluations(make(), jnp.asarray(X), jnp.asarray(X[:2]))["gram"])
+    assert np.all(np.isnan(K[1])) and np.all(np.isnan(K[:, 1]))
+    finite = np.delete(np.delete(K, 1, axis=0), 1, axis=1)
+    assert np.all(np.isfinite(finite)) and np.all(np.diag(finite) == 1.0)
+
+
 def test_call_is_cross():
     X1, X2 = jnp.asarray(_inputs(22)), jnp.asarray(_inputs(23, n=5))
     kernel = KERNELS["matern52"]

@@ -17,9 +17,9 @@ def scale_frequencies(standard: Float[Array, "F d"], lengthscale: Float[Array, "
 
 
 def safe_sqrt(squared: Float[Array, ""]) -> Float[Array, ""]:
-    """√r² with a zero (not NaN) gradient at r² = 0."""
+    """√r² with a zero (not NaN) gradient at r² = 0; a NaN r² stays NaN (0 · r² there)."""
     positive = squared > 0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0)
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0 * squared)
 
 
 @jax.custom_jvp
@@ -33,6 +33,7 @@ def squared_distances(A: Float[Array, "N d"], B: Float[Array, "M d"]) -> Float[A
     x/ℓ (up to ε |a| / 2 per coordinate); measured under jit: a Matérn-1/2 Gram's diagonal
     1 − 1e-13 and its lengthscale gradient 519 instead of 6.2 at a coincident pair. With the
     cut-off, coincident rows give r² = 0 and k = σ² exactly, as in `evaluate` and `diagonal`.
+    A row with a NaN gives NaN distances (not 0, which would read as k = σ²).
 
     The derivative uses the expansion r²_ij = |a_i|² + |b_j|² − 2 a_iᵀb_j instead, whose
     reverse mode is a few (N, d) × (d, M) matrix products rather than an (N, M, d) array of
@@ -43,7 +44,8 @@ def squared_distances(A: Float[Array, "N d"], B: Float[Array, "M d"]) -> Float[A
     """
     squared = jnp.sum((A[:, None, :] - B[None, :, :]) ** 2, axis=-1)
     scale = jnp.sum(A**2, axis=1)[:, None] + jnp.sum(B**2, axis=1)[None, :]
-    return jnp.where(squared > jnp.finfo(squared.dtype).eps ** 2 * scale, squared, 0.0)
+    negligible = (squared <= jnp.finfo(squared.dtype).eps ** 2 * scale) & jnp.isfinite(scale)
+    return jnp.where(negligible, 0.0, squared)  # NaN rows stay NaN, infinite ones infinitely far
 
 
 @squared_distances.defjvp
