@@ -6,6 +6,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
+from ..kernels._stationary import squared_distances
+
 
 class AbstractParticleKernel(eqx.Module):
     """A positive-definite kernel κ(x, y) between two flattened particles, used by SVGD.
@@ -78,16 +80,6 @@ class AbstractParticleKernel(eqx.Module):
         return gram, repulsion, stein_kernel
 
 
-def pairwise_squared_distances(particles: Float[Array, "J P"]) -> Float[Array, "J J"]:
-    """D²_ij = ‖λ_i − λ_j‖² for every pair of particles, with its exact zero diagonal.
-
-    Summed over differences rather than expanded as ‖λ_i‖² + ‖λ_j‖² − 2λ_iᵀλ_j, which
-    cancels catastrophically for particles close together far from the origin. XLA fuses
-    the difference, square and sum into one reduction, so no J×J×P array is stored.
-    """
-    return jnp.sum((particles[:, None, :] - particles[None, :, :]) ** 2, axis=-1)
-
-
 def median_squared_lengthscale(particles: Float[Array, "J P"]) -> Float[Array, ""]:
     """ℓ² = median(D²)/log(J + 1), the median heuristic of Liu & Wang (2016).
 
@@ -98,7 +90,7 @@ def median_squared_lengthscale(particles: Float[Array, "J P"]) -> Float[Array, "
     (J = 1) or coincident particles give a finite kernel instead of exp(−0/0).
     """
     num_particles = particles.shape[0]
-    squared_lengthscale = jnp.median(pairwise_squared_distances(particles)) / math.log(num_particles + 1)
+    squared_lengthscale = jnp.median(squared_distances(particles, particles)) / math.log(num_particles + 1)
     floor = jnp.finfo(particles.dtype).eps
     return jax.lax.stop_gradient(jnp.maximum(squared_lengthscale, floor))
 
@@ -136,8 +128,8 @@ class RBF(AbstractParticleKernel):
 
         With c = 2/ℓ², the gradients are ∇_x κ(x, y) = −c (x − y) κ = −∇_y κ(x, y), and
         tr(∇_x ∇_y κ) = (cP − c² ‖x − y‖²) κ. Summed over pairs, with D² the squared
-        distances (`pairwise_squared_distances`), Λ the particles as rows, S the scores and
-        H = S Λᵀ (H_ij = s_iᵀλ_j):
+        distances (from differences, with an exact zero diagonal), Λ the particles as rows,
+        S the scores and H = S Λᵀ (H_ij = s_iᵀλ_j):
 
             K = exp(−D²/ℓ²),
             R_b = c (λ_b Σ_a K_ab − (KᵀΛ)_b),
@@ -153,8 +145,8 @@ class RBF(AbstractParticleKernel):
         squared_lengthscale = bandwidth**2
         scale = 2 / squared_lengthscale
         dimension = particles.shape[1]
-        squared_distances = pairwise_squared_distances(particles)
-        gram = jnp.exp(-squared_distances / squared_lengthscale)
+        distances = squared_distances(particles, particles)
+        gram = jnp.exp(-distances / squared_lengthscale)
         centred = particles - jnp.mean(particles, axis=0, keepdims=True)
         neighbour_gram = gram - jnp.eye(particles.shape[0], dtype=gram.dtype)
         repulsion = scale * (jnp.sum(neighbour_gram, axis=0)[:, None] * centred - neighbour_gram.T @ centred)
@@ -163,7 +155,5 @@ class RBF(AbstractParticleKernel):
         cross_terms = (
             own_products[:, None] - score_particle_products + own_products[None, :] - score_particle_products.T
         )
-        stein_kernel = gram * (
-            scores @ scores.T + scale * cross_terms + scale * dimension - scale**2 * squared_distances
-        )
+        stein_kernel = gram * (scores @ scores.T + scale * cross_terms + scale * dimension - scale**2 * distances)
         return gram, repulsion, stein_kernel
