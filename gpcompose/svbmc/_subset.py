@@ -20,8 +20,10 @@ def centres_per_stratum(size: int, num_strata: int) -> list[int]:
     return [base + (stratum >= num_strata - remainder) for stratum in range(num_strata)]
 
 
-def squared_distances(X: Float[Array, "N D"], centres: Float[Array, "K D"]) -> Float[Array, "N K"]:
-    """‖x_n − c_k‖² through the expansion ‖x‖² − 2 xᵀc + ‖c‖² (X is centred by the caller)."""
+def assignment_distances(X: Float[Array, "N D"], centres: Float[Array, "K D"]) -> Float[Array, "N K"]:
+    """‖x_n − c_k‖² through the expansion ‖x‖² − 2 xᵀc + ‖c‖² (X is centred by the caller): for
+    nearest-centre assignment, where its rounding near coincident points does not matter; kernels
+    use the accurate `kernels._stationary.squared_distances`."""
     cross = X @ centres.T
     return jnp.sum(X**2, axis=1)[:, None] - 2 * cross + jnp.sum(centres**2, axis=1)[None, :]
 
@@ -62,7 +64,7 @@ def lloyd(
     num_slots = centres.shape[0]
 
     def iterate(_, centres):
-        distances = jnp.where(active[None, :], squared_distances(X, centres), jnp.inf)
+        distances = jnp.where(active[None, :], assignment_distances(X, centres), jnp.inf)
         assignment = jnp.argmin(distances, axis=1)
         membership = (assignment[:, None] == jnp.arange(num_slots)[None, :]) & members[:, None]
         counts = jnp.sum(membership, axis=0)
