@@ -12,7 +12,7 @@ from gpcompose.means import NegativeQuadratic
 from gpcompose.svbmc._refit import choose_refit, exceeds_ceiling, refit_from_starts
 from gpcompose.svbmc._surrogate import Surrogate, conditioned_objective, initial_surrogate, with_lengthscale_scaled
 from gpcompose.svbmc._training import mixture_peaks, peak_ceiling
-from gpcompose.svbmc._whitening import keeps_whitening
+from gpcompose.svbmc._whitening import highest_points_gaussian, keeps_whitening
 
 X = jnp.linspace(-3.0, 3.0, 21)[:, None]  # spacing 0.3
 Y = -0.5 * X[:, 0] ** 2  # y_max = 0 at x = 0
@@ -158,3 +158,45 @@ def test_a_whitened_fit_is_kept_if_it_scores_higher_without_a_significant_elbo_d
     assert keeps(up, -1.0, yes, yes)  # both peak: score and ELBO decide
     assert not keeps(down, -1.0, no, yes)  # the first fit peaks but scores higher
     assert not keeps(up, -1.0, no, no, is_valid=jnp.asarray(False))
+
+
+def highest_points_case(num_points, scale):
+    """`num_points` inputs of N(0, C) (correlation 0.9) with y = −½ xᵀC⁻¹x / scale²."""
+    covariance = np.array([[1.0, 0.9], [0.9, 1.0]])
+    X = np.random.default_rng(0).multivariate_normal(np.zeros(2), covariance, num_points)
+    y = -0.5 * np.einsum("nd,de,ne->n", X, np.linalg.inv(covariance), X) / scale**2
+    return X, y
+
+
+def with_floor(covariance):
+    """`covariance` plus `initial_mixture`'s diagonal floor 1e-6 × its largest variance + 1e-12."""
+    return covariance + (1e-6 * np.max(np.diag(covariance)) + 1e-12) * np.eye(covariance.shape[0])
+
+
+def highest_points(X, y):
+    options = svbmc.SVBMCOptions()
+    n = X.shape[0]
+    return highest_points_gaussian(
+        jnp.asarray(X), jnp.asarray(y), jnp.full(n, 1e-5), jnp.ones(n, bool), options, num_initial=n
+    )
+
+
+def test_the_highest_points_gaussian_has_their_mean_and_covariance():
+    """The component is the mean and covariance (1/n) of the rows within D + 2 of y_max
+    (with `initial_mixture`'s diagonal floor)."""
+    X, y = highest_points_case(2000, 1.0)
+    top = X[y >= y.max() - 4.0]
+    assert top.shape[0] > 20  # the band, not the 10·D floor, decides here
+    gaussian = highest_points(X, y)
+    np.testing.assert_allclose(gaussian.mean(), top.mean(0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gaussian.covariance(), with_floor(np.cov(top.T, bias=True)), rtol=1e-10)
+
+
+def test_the_highest_points_gaussian_takes_the_10d_highest_when_the_band_is_thin():
+    """On a sharp target (y falls by 4 within 0.08 sd of the peak) fewer than 10·D rows lie
+    within D + 2 of y_max; the component is then that of the 20 highest rows."""
+    X, y = highest_points_case(2000, 0.03)
+    assert np.sum(y >= y.max() - 4.0) < 20
+    top = X[np.argsort(y)[-20:]]
+    gaussian = highest_points(X, y)
+    np.testing.assert_allclose(gaussian.covariance(), with_floor(np.cov(top.T, bias=True)), rtol=1e-10)
