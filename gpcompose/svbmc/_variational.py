@@ -28,7 +28,7 @@ def initial_mixture(
     X: Float[Array, "C D"],
     log_density: Float[Array, " C"],
     mask: Bool[Array, " C"],
-    threshold: float,
+    threshold: float | Float[Array, ""],
     max_components: int,
     *,
     rotated: bool,

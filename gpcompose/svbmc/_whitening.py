@@ -137,11 +137,11 @@ def fit_and_whiten(
     *,
     num_initial: int,
 ):
-    """The initial fit: `retrain` in `space` — with `options.whitening` and
-    `options.highest_points_whitening`, in `space` whitened by the Gaussian of the highest
-    training rows (`highest_points_gaussian`) — then with `options.whitening` that many
-    `options.whitening_passes`, each a refit from scratch in the space whitened by the q of
-    the fit kept so far (`whiten_by`).
+    """The initial fit. Without `options.whitening`: `retrain` in `space`. With it: `retrain`
+    in the start space — `space` whitened by the Gaussian of the highest training rows
+    (`highest_points_gaussian`), or `space` itself if `options.highest_points_whitening` is
+    off — then `options.whitening_passes` passes, each a refit from scratch in the space
+    whitened by the q of the fit kept so far (`whiten_by`).
 
     Why the first fit is not in `space` itself [ours]: the surrogate's mean is an
     axis-aligned negative quadratic, and on a correlated posterior the quadratic that fits
