@@ -1,5 +1,5 @@
 """The SVBMC sparse-GP refit: the guard against a mean that rises above the ceiling between
-the data, the choice among fitted candidates, and the refit from several starts."""
+the data and the refit from several starts (the first fit below the ceiling is kept)."""
 
 import equinox as eqx
 import jax
@@ -9,7 +9,7 @@ import numpy as np
 from gpcompose import mixtures, sparse, svbmc
 from gpcompose.kernels import SquaredExponential
 from gpcompose.means import NegativeQuadratic
-from gpcompose.svbmc._refit import choose_refit, exceeds_ceiling, refit_from_starts
+from gpcompose.svbmc._refit import exceeds_ceiling, refit_from_starts
 from gpcompose.svbmc._surrogate import Surrogate, conditioned_objective, initial_surrogate, with_lengthscale_scaled
 from gpcompose.svbmc._training import mixture_peaks, peak_ceiling
 from gpcompose.svbmc._whitening import highest_points_gaussian, keeps_whitening
@@ -45,21 +45,6 @@ def test_a_mean_below_the_ceiling_passes():
 def test_masked_points_are_not_checked():
     at_data = jnp.arange(601) % 30 == 0  # the grid points that are training inputs
     assert not exceeds_ceiling(PEAKY, GRID, jnp.asarray(2.0), at_data)
-
-
-def test_the_best_bound_that_did_not_peak_is_chosen():
-    bounds = jnp.array([-10.0, -3.0, -5.0])
-    index, all_peaked = choose_refit(bounds, jnp.array([False, True, False]))
-    assert int(index) == 2 and not all_peaked
-    index, all_peaked = choose_refit(bounds, jnp.array([False, False, False]))
-    assert int(index) == 1 and not all_peaked
-    _, all_peaked = choose_refit(bounds, jnp.array([True, True, True]))
-    assert all_peaked
-
-
-def test_near_ties_go_to_the_first_candidate():
-    index, _ = choose_refit(jnp.array([-1000.0, -1000.0 + 1e-4]), jnp.array([False, False]))
-    assert int(index) == 0
 
 
 # a 2-D log density with a bump beside the quadratic: the lengthscales matter
@@ -103,17 +88,27 @@ def assert_same_posterior(a, b):
             np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-9)
 
 
-def test_two_starts_keep_the_single_start_refit_with_the_higher_bound():
-    """Refit from (too smooth, too rough) equals the single-start refit whose fitted bound is
-    higher, and the chosen bound is the larger of the two."""
-    ceiling = jnp.asarray(100.0)
-    singles = [refit([start], ceiling).posterior for start in (TOO_SMOOTH, TOO_ROUGH)]
-    bounds = [bound(hyperparameters, single) for single in singles]
-    assert abs(bounds[0] - bounds[1]) > 1.0  # the two starts end at different fits
-    both = refit([TOO_SMOOTH, TOO_ROUGH], ceiling)
-    assert not both.fell_back
-    assert_same_posterior(both.posterior, singles[int(np.argmax(bounds))])
-    assert bound(hyperparameters, both.posterior) >= max(bounds) - 1e-6 * abs(max(bounds))
+def highest_mean(posterior):
+    mean, _ = sparse.predict(posterior, DATA_X)
+    return float(jnp.max(mean))
+
+
+def test_the_first_start_whose_fit_stays_below_the_ceiling_is_kept():
+    """Starts are fitted in order and the first fit below the ceiling is kept: the second
+    start's fit only if the first one's peaks."""
+    singles = [refit([start], jnp.asarray(100.0)).posterior for start in (TOO_SMOOTH, TOO_ROUGH)]
+    highest = [highest_mean(single) for single in singles]
+    assert abs(highest[0] - highest[1]) > 1e-3  # the two starts end at different fits
+    low, high = int(np.argmin(highest)), int(np.argmax(highest))
+    starts = (TOO_SMOOTH, TOO_ROUGH)
+    for first, second in ((low, high), (high, low)):  # no peak: the first start's fit, whatever its bound
+        kept = refit([starts[first], starts[second]], jnp.asarray(100.0))
+        assert not kept.fell_back
+        assert_same_posterior(kept.posterior, singles[first])
+    between = jnp.asarray(0.5 * (highest[0] + highest[1]))  # only the higher-peaked fit exceeds it
+    kept = refit([starts[high], starts[low]], between)
+    assert not kept.fell_back
+    assert_same_posterior(kept.posterior, singles[low])
 
 
 def test_when_every_fit_peaks_the_best_unfitted_start_is_kept():

@@ -34,15 +34,6 @@ def exceeds_ceiling(
     return jnp.max(mean) > ceiling
 
 
-def choose_refit(
-    fitted_bounds: Float[Array, " S"], peaked: Bool[Array, " S"]
-) -> tuple[Int[Array, ""], Bool[Array, ""]]:
-    """(index, all_peaked): the fitted candidate with the highest bound among those that did
-    not peak (ties within a relative 1e-6 go to the first, `first_near_best`), and whether
-    every candidate peaked."""
-    return first_near_best(jnp.where(peaked, -jnp.inf, fitted_bounds)), jnp.all(peaked)
-
-
 def pad_inducing(
     inputs: Float[Array, "C D"], indices: Int[Array, " M"], inducing_mask: Bool[Array, " M"], free_slots: int
 ) -> tuple[Float[Array, "M+F D"], Bool[Array, " M+F"]]:
@@ -83,8 +74,8 @@ def condition_on_selected(
 
 
 class Refit(eqx.Module):
-    """Outcome of `refit_from_starts`: the chosen `posterior`, whether every fitted
-    candidate peaked (`fell_back`: `posterior` is then `unfitted`), and `unfitted`, the
+    """Outcome of `refit_from_starts`: the chosen `posterior`, whether the fit of every
+    start peaked (`fell_back`: `posterior` is then `unfitted`), and `unfitted`, the
     sparse GP of the start with the highest bound (hyperparameters as they started, on
     the inducing points selected under them)."""
 
@@ -106,33 +97,47 @@ def refit_from_starts(
     check_mask: Bool[Array, " Q"],
     ceiling: Float[Array, ""],
 ) -> Refit:
-    """Inducing points and SGPR MAP from each start ξ_s (vmapped over the starts):
+    """Inducing points and SGPR MAP from the starts ξ_1, ξ_2, … in order:
 
     1. Z_s = weighted greedy selection under ξ_s (SVBMC §3.3, B.2), padded with
        `batch_size` free slots for the rank-1 updates of the next round;
-    2. ξ̂_s = argmax GP-ELBO(ξ; Z_s) + log p(ξ) with Z_s fixed (§3.3), from ξ_s;
-    3. keep the ξ̂_s with the highest bound among those whose mean stays below `ceiling`
-       at the unmasked `check_points` (`exceeds_ceiling`); if all peak, the start with
-       the highest bound GP-ELBO(ξ_s; Z_s) + log p(ξ_s), unfitted.
+    2. ξ̂_s = argmax GP-ELBO(ξ; Z_s) + log p(ξ) with Z_s fixed (§3.3), from ξ_s, fitted only
+       if every earlier ξ̂ peaked;
+    3. keep the first ξ̂_s whose mean stays below `ceiling` at the unmasked `check_points`
+       (`exceeds_ceiling`); if all peak, the start with the highest bound
+       GP-ELBO(ξ_s; Z_s) + log p(ξ_s), unfitted.
 
-    The starts are the subset MAP at initialisation, and in the active phase the
-    round's subset MAP and the current hyperparameters. The document compares those two
-    by the bound under the current Z before selecting Z and fitting (§2.7); we fit both
-    and compare the fitted bounds [ours]. Each is a lower bound on the same log marginal
-    likelihood (+ log prior), whatever its Z, so the higher one is the better fit. Why:
-    the bound's trace term favours long lengthscales on the Z that was selected under
-    them, so the document's comparison keeps the current hyperparameters round after
-    round, and each 50-step refit from them lengthens ℓ further. Lotka–Volterra CMA-ES
-    seed 5, second round: the subset MAP (ℓ ≈ 8) scores −3.3·10⁶ under the current Z
-    against −5.1·10⁵, the refit from the current ξ ends at ℓ₁ = 60 (bound −5.7·10⁵, MMTV
-    of q 0.23), while the refit from the subset MAP on its own Z reaches ℓ ≈ 10–30 and
-    −2.8·10⁵ (MMTV 0.06).
+    The starts are the subset MAP at initialisation, and in the active phase the round's
+    subset MAP and then the current hyperparameters. The document compares those two by
+    the bound under the current Z before selecting Z and fitting (§2.7); we fit the subset
+    MAP on its own Z and fall back to the current ξ only if that fit peaks [ours]. Why not
+    the document's comparison: the bound's trace term favours long lengthscales on the Z
+    that was selected under them, so it keeps the current hyperparameters round after
+    round, and each 50-step refit from them lengthens ℓ further (Lotka–Volterra CMA-ES seed
+    5, second round: the refit from the current ξ ends at ℓ₁ = 60, bound −5.7·10⁵, MMTV of
+    q 0.23; the refit from the subset MAP on its own Z at ℓ ≈ 10–30, −2.8·10⁵, MMTV 0.06).
+    Why not fit both and keep the higher fitted bound (03e7759 to cdf68ba): the second fit
+    doubled the cost of a round (the SGPR fits are ~85 % of it) for nothing on large sets —
+    on Lotka–Volterra MCMC-12k the refit from the current ξ ended 7.1·10⁴–9.7·10⁴ below the
+    subset MAP's in each of five rounds; on two moons (κ = 8, seed 0) it was higher in 24 of 26
+    rounds, by at most 0.85 of a bound of 1300–1600.
+    A vmapped program runs every fit (`lax.cond` under `vmap`), with the same choice.
     """
+    stacked = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *starts)
 
-    def candidate(start: Surrogate):
+    def pick(batch, at):
+        return jax.tree_util.tree_map(lambda leaf: leaf[at] if eqx.is_array(leaf) else leaf, batch)
+
+    def unfitted_candidate(start: Surrogate):
         start_posterior = condition_on_selected(
             start, inputs, log_densities, noise, keep, options, num_initial=num_initial
         )
+        return start_posterior, conditioned_objective(start, start_posterior)
+
+    unfitted, start_bounds = eqx.filter_vmap(unfitted_candidate)(stacked)
+
+    def fitted_candidate(at: int):
+        start, start_posterior = pick(stacked, at), pick(unfitted, at)
         Z, inducing_mask = start_posterior.inducing_inputs, start_posterior.inducing_mask
         fitted = fit_sparse(
             start, inputs, log_densities, noise, keep, Z, inducing_mask, max_steps=options.sparse_fit_steps
@@ -140,25 +145,17 @@ def refit_from_starts(
         fitted_posterior = sparse.condition(
             fitted.kernel, fitted.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
         )
-        peaked = exceeds_ceiling(fitted_posterior, check_points, ceiling, check_mask)
-        return (
-            fitted_posterior,
-            start_posterior,
-            conditioned_objective(fitted, fitted_posterior),
-            conditioned_objective(start, start_posterior),
-            peaked,
-        )
+        return fitted_posterior, exceeds_ceiling(fitted_posterior, check_points, ceiling, check_mask)
 
-    stacked = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *starts)
-    fitted, unfitted, fitted_bounds, start_bounds, peaked = eqx.filter_vmap(candidate)(stacked)
-    index, fell_back = choose_refit(fitted_bounds, peaked)
-    best_start = first_near_best(start_bounds)
+    def fit_if_peaked(carry, at: int):
+        _, peaked = carry
+        return jax.lax.cond(peaked, lambda: fitted_candidate(at), lambda: carry)
 
-    def pick(batch, at):
-        return jax.tree_util.tree_map(lambda leaf: leaf[at] if eqx.is_array(leaf) else leaf, batch)
-
-    unfitted = pick(unfitted, best_start)
+    posterior, peaked = fitted_candidate(0)
+    for at in range(1, len(starts)):
+        posterior, peaked = fit_if_peaked((posterior, peaked), at)
+    unfitted = pick(unfitted, first_near_best(start_bounds))
     posterior = jax.tree_util.tree_map(
-        lambda new, old: jnp.where(fell_back, old, new) if eqx.is_array(new) else new, pick(fitted, index), unfitted
+        lambda new, old: jnp.where(peaked, old, new) if eqx.is_array(new) else new, posterior, unfitted
     )
-    return Refit(posterior, fell_back, unfitted)
+    return Refit(posterior, peaked, unfitted)

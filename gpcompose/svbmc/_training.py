@@ -121,9 +121,9 @@ def retrain(
     """The full SVBMC training pass; `previous` is None at initialisation (build-up from
     one component) and the current (surrogate, posterior, mixture) in the active phase
     (warm-started mixture, one growth stage while K < K_max). The sparse GP comes from
-    `refit_from_starts`: from the subset MAP, and in the active phase also from the
-    current hyperparameters, the best fitted bound whose mean stays below the ceiling at
-    the training inputs and at draws of the current mixture. The draws of the new mixture
+    `refit_from_starts`: the refit from the subset MAP, or in the active phase, if its mean
+    rises above the ceiling at the training inputs or at draws of the current mixture,
+    the refit from the current hyperparameters. The draws of the new mixture
     are checked too; if the mean exceeds the ceiling there, initialisation builds the
     mixture up again on the subset MAP's unfitted posterior, and an active round keeps
     the previous hyperparameters (on inducing points selected afresh) and re-optimises
