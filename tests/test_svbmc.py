@@ -320,29 +320,34 @@ def test_whitening_fits_a_correlated_target_better_than_the_axis_aligned_space(c
 
 
 def covariance_in_init_space(**changes):
-    """F⁻¹ C F⁻ᵀ: the correlated target's covariance in the space `init` ends in."""
+    """(F⁻¹ C F⁻ᵀ, kept pass): the correlated target's covariance in the space `init` ends in,
+    and the whitening pass `init` kept there."""
     X, y = correlated_evaluations()
     options = dataclasses.replace(SMALL, **changes)
     state = svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=options)
     inverse = np.linalg.inv(np.asarray(state.transform.factor))
-    return inverse @ CORRELATED_COVARIANCE @ inverse.T
+    return inverse @ CORRELATED_COVARIANCE @ inverse.T, int(state.whitening_pass)
 
 
 def test_a_second_whitening_pass_whitens_the_target():
     """On the same target, with the first fit in the given space, the space of one whitening
     pass leaves the target's covariance far from I (the first, axis-aligned, q is too
     narrow: F⁻¹ C F⁻ᵀ ≈ diag(2.0, 0.76), measured), and a second pass, whitened by the q
-    fitted in that space, brings it to I within 0.05."""
-    one, two = (covariance_in_init_space(whitening_passes=passes, highest_points_whitening=False) for passes in (1, 2))
+    fitted in that space, brings it to I within 0.05. The state records the kept pass: pass 1
+    in both runs (same key), then pass 2, which differs from pass 1's space."""
+    (one, kept_one), (two, kept_two) = (
+        covariance_in_init_space(whitening_passes=passes, highest_points_whitening=False) for passes in (1, 2)
+    )
     assert np.max(np.abs(one - np.eye(2))) > 0.5
     np.testing.assert_allclose(two, np.eye(2), atol=0.05)
+    assert (kept_one, kept_two) == (1, 2)
 
 
 def test_the_first_fit_in_the_highest_points_space_whitens_the_target_in_one_pass():
     """With the first fit in the space whitened by the Gaussian of the highest rows (the
     default), one pass leaves the target's covariance within 0.05 of I (measured: 0.025),
     where from the given space it stays 0.5 off (test above)."""
-    np.testing.assert_allclose(covariance_in_init_space(whitening_passes=1), np.eye(2), atol=0.05)
+    np.testing.assert_allclose(covariance_in_init_space(whitening_passes=1)[0], np.eye(2), atol=0.05)
 
 
 def test_auto_family_keeps_the_axis_aligned_mixture_unless_the_rotated_elbo_is_clearly_higher():
@@ -355,6 +360,7 @@ def test_auto_family_keeps_the_axis_aligned_mixture_unless_the_rotated_elbo_is_c
     settings = dict(key=jax.random.key(0), budget=BUDGET, batch_size=BATCH)
     auto = svbmc.init(X, y, **settings, options=UNWHITENED_AUTO)
     axis_aligned = svbmc.init(X, y, **settings, options=UNWHITENED_AXIS)
+    assert int(axis_aligned.whitening_pass) == -1  # no whitening: no pass
     assert auto.mixture.lambda_offdiagonal is not None and not bool(auto.mixture.is_rotated)
     assert abs(float(auto.elbo) - float(axis_aligned.elbo)) < 1e-3
     np.testing.assert_allclose(auto.mixture.mean(), axis_aligned.mixture.mean(), atol=1e-4)

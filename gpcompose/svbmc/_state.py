@@ -32,6 +32,9 @@ class SVBMCState(AbstractBufferState):
     centre: Float[Array, " D"]
     width: Float[Array, " D"]
     transform: WhitenedTransform
+    # the whitening pass `init` kept (`_whitening.fit_and_whiten`): 0 the start space, 1 … P a
+    # space whitened by a fitted q; −1 without `options.whitening`
+    whitening_pass: Int[Array, ""]
     key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
     options: SVBMCOptions = eqx.field(static=True)
     noisy: bool = eqx.field(static=True)

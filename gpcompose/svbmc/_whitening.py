@@ -187,8 +187,9 @@ def fit_and_whiten(
     Keys: `key` for the first fit, fold_in(key, 1) for pass 1, split(fold_in(key, 5),
     P − 1) for the others.
 
-    **Returns:** (space, inputs, log_densities, fit) of the kept fit, fit being
-    `retrain`'s output.
+    **Returns:** (space, inputs, log_densities, fit, kept_pass) of the kept fit, fit being
+    `retrain`'s output and kept_pass its pass (0 the start space, 1 … P the q-whitened
+    passes; −1 without `options.whitening`).
     """
 
     def fit_in(inputs, log_densities, pass_key):
@@ -204,14 +205,15 @@ def fit_and_whiten(
         )
 
     if not options.whitening:
-        return space, inputs, log_densities, fit_in(inputs, log_densities, key)
+        return space, inputs, log_densities, fit_in(inputs, log_densities, key), jnp.asarray(-1, jnp.int32)
     more_keys = jax.random.split(jax.random.fold_in(key, 5), options.whitening_passes - 1)
     keys = jnp.concatenate([key[None], jax.random.fold_in(key, 1)[None], more_keys])
-    is_first = jnp.arange(1 + options.whitening_passes) == 0
+    pass_indices = jnp.arange(1 + options.whitening_passes, dtype=jnp.int32)
 
     def one_pass(carry, pass_inputs):
-        pass_key, first = pass_inputs
-        space, inputs, log_densities, fit = carry
+        pass_key, pass_index = pass_inputs
+        first = pass_index == 0
+        space, inputs, log_densities, fit, _ = carry
         new_space, new_inputs, new_log_densities, ok = jax.lax.cond(
             first,
             lambda: whiten_by(start, space, inputs, log_densities, succeeded),
@@ -233,7 +235,7 @@ def fit_and_whiten(
         )
         kept = jax.tree_util.tree_map(
             lambda new, old: jnp.where(better, new, old),
-            (new_space, new_inputs, new_log_densities, new_fit),
+            (new_space, new_inputs, new_log_densities, new_fit, pass_index),
             carry,
         )
         return kept, None
@@ -252,7 +254,6 @@ def fit_and_whiten(
         )
     fit_shape = jax.eval_shape(fit_in, inputs, log_densities, key)
     placeholder = jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), fit_shape)
-    (space, inputs, log_densities, fit), _ = jax.lax.scan(
-        one_pass, (space, inputs, log_densities, placeholder), (keys, is_first)
-    )
-    return space, inputs, log_densities, fit
+    initial = (space, inputs, log_densities, placeholder, jnp.asarray(0, jnp.int32))
+    kept, _ = jax.lax.scan(one_pass, initial, (keys, pass_indices))
+    return kept

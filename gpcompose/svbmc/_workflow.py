@@ -187,7 +187,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
     run_key, train_key = jax.random.split(key)
-    space, inputs, log_densities, fit = fit_and_whiten(
+    space, inputs, log_densities, fit, whitening_pass = fit_and_whiten(
         space,
         inputs,
         log_densities,
@@ -214,6 +214,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         centre=centre,
         width=width,
         transform=space,
+        whitening_pass=whitening_pass,
         key_data=jax.random.key_data(run_key),
         options=options,
         noisy=noisy,
