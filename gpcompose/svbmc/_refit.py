@@ -76,8 +76,9 @@ def condition_on_selected(
 class Refit(eqx.Module):
     """Outcome of `refit_from_starts`: the chosen `posterior`, whether the fit of every
     start peaked (`fell_back`: `posterior` is then `unfitted`), and `unfitted`, the
-    sparse GP of the start with the highest bound (hyperparameters as they started, on
-    the inducing points selected under them)."""
+    sparse GP of the start with the highest bound among those tried (hyperparameters as
+    they started, on the inducing points selected under them; every start is tried when
+    `fell_back`)."""
 
     posterior: sparse.SparsePosterior
     fell_back: Bool[Array, ""]
@@ -101,8 +102,8 @@ def refit_from_starts(
 
     1. Z_s = weighted greedy selection under ξ_s (SVBMC §3.3, B.2), padded with
        `batch_size` free slots for the rank-1 updates of the next round;
-    2. ξ̂_s = argmax GP-ELBO(ξ; Z_s) + log p(ξ) with Z_s fixed (§3.3), from ξ_s, fitted only
-       if every earlier ξ̂ peaked;
+    2. ξ̂_s = argmax GP-ELBO(ξ; Z_s) + log p(ξ) with Z_s fixed (§3.3), from ξ_s; steps 1–2
+       run for a start only if every earlier ξ̂ peaked;
     3. keep the first ξ̂_s whose mean stays below `ceiling` at the unmasked `check_points`
        (`exceeds_ceiling`); if all peak, the start with the highest bound
        GP-ELBO(ξ_s; Z_s) + log p(ξ_s), unfitted.
@@ -123,21 +124,12 @@ def refit_from_starts(
     rounds, by at most 0.85 of a bound of 1300–1600.
     A vmapped program runs every fit (`lax.cond` under `vmap`), with the same choice.
     """
-    stacked = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *starts)
 
-    def pick(batch, at):
-        return jax.tree_util.tree_map(lambda leaf: leaf[at] if eqx.is_array(leaf) else leaf, batch)
-
-    def unfitted_candidate(start: Surrogate):
+    def candidate(start: Surrogate):
+        """(unfitted posterior, its bound, fitted posterior, whether the fit peaked) of one start."""
         start_posterior = condition_on_selected(
             start, inputs, log_densities, noise, keep, options, num_initial=num_initial
         )
-        return start_posterior, conditioned_objective(start, start_posterior)
-
-    unfitted, start_bounds = eqx.filter_vmap(unfitted_candidate)(stacked)
-
-    def fitted_candidate(at: int):
-        start, start_posterior = pick(stacked, at), pick(unfitted, at)
         Z, inducing_mask = start_posterior.inducing_inputs, start_posterior.inducing_mask
         fitted = fit_sparse(
             start, inputs, log_densities, noise, keep, Z, inducing_mask, max_steps=options.sparse_fit_steps
@@ -145,16 +137,30 @@ def refit_from_starts(
         fitted_posterior = sparse.condition(
             fitted.kernel, fitted.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask
         )
-        return fitted_posterior, exceeds_ceiling(fitted_posterior, check_points, ceiling, check_mask)
+        peaked = exceeds_ceiling(fitted_posterior, check_points, ceiling, check_mask)
+        return start_posterior, conditioned_objective(start, start_posterior), fitted_posterior, peaked
 
-    def fit_if_peaked(carry, at: int):
-        _, peaked = carry
-        return jax.lax.cond(peaked, lambda: fitted_candidate(at), lambda: carry)
+    def next_if_peaked(carry, start: Surrogate):
+        """The next start's candidate if every fit so far peaked, keeping the unfitted start
+        with the higher bound (ties within a relative 1e-6 to the earlier, `first_near_best`)."""
+        unfitted, unfitted_bound, _, peaked = carry
 
-    posterior, peaked = fitted_candidate(0)
-    for at in range(1, len(starts)):
-        posterior, peaked = fit_if_peaked((posterior, peaked), at)
-    unfitted = pick(unfitted, first_near_best(start_bounds))
+        def try_next():
+            new_unfitted, new_bound, fitted, new_peaked = candidate(start)
+            later = first_near_best(jnp.stack([unfitted_bound, new_bound])) == 1
+            kept = jax.tree_util.tree_map(
+                lambda new, old: jnp.where(later, new, old) if eqx.is_array(new) else new,
+                (new_unfitted, new_bound),
+                (unfitted, unfitted_bound),
+            )
+            return (*kept, fitted, new_peaked)
+
+        return jax.lax.cond(peaked, try_next, lambda: carry)
+
+    carry = candidate(starts[0])
+    for start in starts[1:]:
+        carry = next_if_peaked(carry, start)
+    unfitted, _, posterior, peaked = carry
     posterior = jax.tree_util.tree_map(
         lambda new, old: jnp.where(peaked, old, new) if eqx.is_array(new) else new, posterior, unfitted
     )
