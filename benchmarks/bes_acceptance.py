@@ -31,7 +31,7 @@ from pathlib import Path  # noqa: E402
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _bounded_samples import samples_and_extrema  # noqa: E402
+from _bounded_samples import samples_and_extrema, standardised_training_set  # noqa: E402
 from _common import add_synthetic_function_options, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bounded  # noqa: E402
@@ -55,20 +55,10 @@ DOCUMENT = {
 def acceptance_ratios(keys, function, eta, num_train, square_root, settings, negated=True, root_centre="data"):
     """Per key (vmapped over seeds): the fraction of accepted samples, and the fractions
     whose maximum alone (|g⁺ − f⁺| ≤ 2η₊) and whose minimum alone are within 2 sd."""
-    lower, upper = jnp.asarray(function.lower), jnp.asarray(function.upper)
-    dimension = lower.shape[0]
 
     def one(key):
         data_key, sample_key, search_key = jax.random.split(key, 3)
-        X = jax.random.uniform(data_key, (num_train, dimension))
-        # negated: maximise −f (the document's problems are maximisations), f⁺ = −min f, f⁻ = −max f;
-        # as given: f itself, f⁺ = max f, f⁻ = min f
-        sign = -1.0 if negated else 1.0
-        y = sign * jax.vmap(function)(lower[None, :] + (upper - lower)[None, :] * X)
-        location, scale = jnp.mean(y), jnp.std(y)
-        y = (y - location) / scale
-        highest, lowest = (-function.minimum, -function.maximum) if negated else (function.maximum, function.minimum)
-        f_plus, f_minus = (highest - location) / scale, (lowest - location) / scale
+        X, y, f_plus, f_minus, _ = standardised_training_set(data_key, function, num_train, negated)
         bounds = bounded.Bounds(f_plus, f_minus, eta, eta)
         offset = bounded.square_root_offset(bounds) if square_root else None
         _, extrema = samples_and_extrema(sample_key, search_key, X, y, offset, settings, root_centre)

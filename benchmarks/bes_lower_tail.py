@@ -20,6 +20,7 @@ import argparse  # noqa: E402
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from _bounded_samples import standardised_training_set  # noqa: E402
 from jax.scipy.stats import norm  # noqa: E402
 
 from gpcompose import bo, bounded, gp  # noqa: E402
@@ -29,15 +30,10 @@ from gpcompose.benchmarks import optimisation_functions  # noqa: E402
 def lower_tail(key, function, eta_per_dimension, num_points):
     """(GP sd, SRGP sd, largest GP tail probability, largest SRGP tail probability) for one seed,
     the sds as medians over `num_points` uniform points."""
-    lower, upper = jnp.asarray(function.lower), jnp.asarray(function.upper)
-    dimension = lower.shape[0]
+    dimension = function.dimension
     eta = eta_per_dimension * dimension
     data_key, points_key = jax.random.split(key)
-    X = jax.random.uniform(data_key, (5 * dimension, dimension))
-    y = -jax.vmap(function)(lower + (upper - lower) * X)
-    location, scale = jnp.mean(y), jnp.std(y)
-    y = (y - location) / scale
-    f_plus, f_minus = (-function.minimum - location) / scale, (-function.maximum - location) / scale
+    X, y, f_plus, f_minus, _ = standardised_training_set(data_key, function, 5 * dimension)
     offset = bounded.square_root_offset(bounded.Bounds(f_plus, f_minus, eta, eta))
     used = jnp.ones(X.shape[0], bool)
     points = jax.random.uniform(points_key, (num_points, dimension))

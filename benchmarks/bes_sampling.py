@@ -51,7 +51,7 @@ from pathlib import Path  # noqa: E402
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _bounded_samples import samples_and_extrema  # noqa: E402
+from _bounded_samples import samples_and_extrema, standardised_training_set  # noqa: E402
 from _common import add_synthetic_function_options, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bounded  # noqa: E402
@@ -80,21 +80,13 @@ def kept_rmse(samples, log_weights, truth, X_test):
 def scheme_rmse(keys, function, num_train, settings):
     """Per key (vmapped over seeds): an array (schemes, 2) of (estimate RMSE, sample RMSE)."""
     num_samples = settings[0]
-    lower, upper = jnp.asarray(function.lower), jnp.asarray(function.upper)
-    dimension = lower.shape[0]
-
-    def negated(unit_points):  # −f on the unit cube
-        return -jax.vmap(function)(lower[None, :] + (upper - lower)[None, :] * unit_points)
+    dimension = function.dimension
 
     def one(key):
         data_key, test_key, gp_key, root_key, search_key = jax.random.split(key, 5)
-        X = jax.random.uniform(data_key, (num_train, dimension))
-        y = negated(X)
-        location, scale = jnp.mean(y), jnp.std(y)
-        y = (y - location) / scale
+        X, y, f_plus, f_minus, values = standardised_training_set(data_key, function, num_train)
         X_test = jax.random.uniform(test_key, (NUM_TEST, dimension))
-        truth = (negated(X_test) - location) / scale
-        f_plus, f_minus = (-function.minimum - location) / scale, (-function.maximum - location) / scale
+        truth = values(X_test)
         eta_plus, eta_minus = jnp.sqrt(0.02 * dimension), jnp.sqrt(0.5 * dimension)
         upper_only = bounded.Bounds(f_plus, None, eta_plus, None)
         both = bounded.Bounds(f_plus, f_minus, eta_plus, eta_minus)
