@@ -66,6 +66,7 @@ import optax  # noqa: E402
 from _common import add_aaci_dirs, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 
 import gpcompose  # noqa: E402
+from gpcompose._select import select_tree  # noqa: E402
 from gpcompose.aaci import SVI, AACIState, NaturalGaussian  # noqa: E402
 from gpcompose.aaci._natural_step import strong_types  # noqa: E402
 from gpcompose.aaci._variational import inducing_factor, project  # noqa: E402
@@ -255,7 +256,7 @@ def svgp_natgrad(model, Z, X, y, batch_size, learning_rate, gamma_start=1e-5, ga
         proposal = (linear + state.gamma * first, quadratic + state.gamma * second)
         new_mean, new_covariance, valid = moments(proposal)
         valid = valid & jnp.all(jnp.isfinite(new_mean))
-        natural = jax.tree.map(lambda new, old: jnp.where(valid, new, old), proposal, state.variational)
+        natural = select_tree(valid, proposal, state.variational)
         gamma = jnp.where(valid, jnp.minimum(state.gamma * 10**0.1, gamma_max), state.gamma * 1e-3)
         new_mean, new_covariance, _ = moments(natural)
         factor = jnp.linalg.cholesky(new_covariance)

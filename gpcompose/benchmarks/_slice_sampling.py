@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .._jit import public_jit
+from .._select import select_tree
 
 _STEPPING_OUT_LEFT = 0
 _STEPPING_OUT_RIGHT = 1
@@ -109,7 +110,7 @@ def slice_sampling_evaluations(
             state.position, state.log_density_value, state.coordinate, state.level, left, right, phase
         )
         restarted = _start_transition(transition_key, point, value, (state.coordinate + 1) % dimension, widths)
-        new_state = jax.tree.map(lambda new, old: jnp.where(is_accepted, new, old), restarted, continuing)
+        new_state = select_tree(is_accepted, restarted, continuing)
         return new_state, (point, value, is_accepted)
 
     first_key, scan_key = jax.random.split(key)

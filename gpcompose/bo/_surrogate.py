@@ -10,6 +10,7 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .. import gp
 from .._maximise import maximise
+from .._select import select_tree
 from ..bounded import (
     RootPriorMean,
     SquareRootPosterior,
@@ -114,7 +115,7 @@ def fit_surrogate(
     data = (X, targets, mask, mean)
     fit = maximise(_log_marginal_likelihood, initial, data, max_steps=fit_steps, scale=count)
     good = jnp.isfinite(fit.value) & _all_finite(fit.params)
-    parameters = jax.tree_util.tree_map(lambda new, old: jnp.where(good, new, old), fit.params, initial)
+    parameters = select_tree(good, fit.params, initial)
     noise_variance = parameters["noise"].value
     if offset is None:
         posterior = gp.condition(parameters["kernel"], mean, X, targets, noise_variance, mask=mask)

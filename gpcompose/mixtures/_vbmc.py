@@ -1,8 +1,8 @@
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
+from .._select import select_tree
 from ._base import AbstractGaussianMixture, first_free_slot, logits_after_adding
 
 
@@ -108,7 +108,7 @@ class VBMCMixture(AbstractGaussianMixture):
         every batch member (a check in the untaken branch would raise)."""
         added = self._with_component_at(first_free_slot(self.mask), weight, mean, sigma)
         has_room = ~jnp.all(self.mask)
-        return jax.tree_util.tree_map(lambda new, old: jnp.where(has_room, new, old), added, self)
+        return select_tree(has_room, added, self)
 
     def _with_component_at(self, slot, weight, mean, sigma) -> "VBMCMixture":
         """The mixture with N(mean, σ² S Sᵀ) of weight `weight` at `slot` and the other weights

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._select import select_tree
 from ..gp import ExactPosterior
 from ..mixtures import AbstractGaussianMixture
 from ..sparse import SparsePosterior
@@ -85,5 +86,5 @@ def maximise_elbo(
     keys = jax.random.split(key, num_steps)
     (final, _), _ = jax.lax.scan(step, (parameters, optimiser.init(parameters)), keys)
     finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(final)]))
-    final = jax.tree_util.tree_map(lambda new, old: jnp.where(finite, new, old), final, parameters)
+    final = select_tree(finite, final, parameters)
     return build(final)

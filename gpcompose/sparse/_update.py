@@ -1,5 +1,3 @@
-import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Bool, Float
 
@@ -7,6 +5,7 @@ from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky_append, cholesky_update, solve_triangular
 from .._observations import append_observation, next_slot, require_free_slot
+from .._select import select_tree
 from .._validation import check_point, require_finite
 from ..gp._posterior import centred_targets
 from ._posterior import SparsePosterior, inducing_cross, noise_precision
@@ -106,6 +105,4 @@ def add_inducing_point(
         projected_residual,
         result,
     )
-    return jax.tree_util.tree_map(
-        lambda new, old: jnp.where(where, new, old) if eqx.is_array(new) else new, added, posterior
-    )
+    return select_tree(where, added, posterior)

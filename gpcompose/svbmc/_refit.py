@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from .. import sparse
+from .._select import select_tree
 from ..sparse import select_inducing_points
 from ._options import SVBMCOptions
 from ._surrogate import Surrogate, conditioned_objective, first_near_best, fit_sparse
@@ -148,11 +149,7 @@ def refit_from_starts(
         def try_next():
             new_unfitted, new_bound, fitted, new_peaked = candidate(start)
             later = first_near_best(jnp.stack([unfitted_bound, new_bound])) == 1
-            kept = jax.tree_util.tree_map(
-                lambda new, old: jnp.where(later, new, old) if eqx.is_array(new) else new,
-                (new_unfitted, new_bound),
-                (unfitted, unfitted_bound),
-            )
+            kept = select_tree(later, (new_unfitted, new_bound), (unfitted, unfitted_bound))
             return (*kept, fitted, new_peaked)
 
         return jax.lax.cond(peaked, try_next, lambda: carry)
@@ -161,7 +158,5 @@ def refit_from_starts(
     for start in starts[1:]:
         carry = next_if_peaked(carry, start)
     unfitted, _, posterior, peaked = carry
-    posterior = jax.tree_util.tree_map(
-        lambda new, old: jnp.where(peaked, old, new) if eqx.is_array(new) else new, posterior, unfitted
-    )
+    posterior = select_tree(peaked, unfitted, posterior)
     return Refit(posterior, peaked, unfitted)

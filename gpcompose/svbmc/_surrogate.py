@@ -12,6 +12,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .. import gp, sparse
 from .._maximise import maximise
 from .._observations import input_span
+from .._select import select_tree
 from ..kernels import SquaredExponential
 from ..means import NegativeQuadratic
 from ..parameters import Interval, Positive, Real, log_prior
@@ -112,7 +113,7 @@ def _is_finite_fit(candidate: Surrogate, value: Float[Array, ""]) -> Bool[Array,
 def _keep_if_finite(candidate: Surrogate, value: Float[Array, ""], fallback: Surrogate) -> Surrogate:
     """`candidate` if the fit ended at a finite objective, else `fallback` (never NaNs)."""
     good = _is_finite_fit(candidate, value)
-    return jax.tree_util.tree_map(lambda new, old: jnp.where(good, new, old), candidate, fallback)
+    return select_tree(good, candidate, fallback)
 
 
 def _exact_objective(surrogate: Surrogate, data) -> Float[Array, ""]:

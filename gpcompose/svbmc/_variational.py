@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .._linalg import cholesky
+from .._select import select_tree
 from ..mixtures import VBMCMixture
 
 
@@ -127,7 +128,7 @@ def grow(
     grown = growth.optimise(added, key)
     grown_score = growth.score(grown)
     accept = grown_score > mixture_score
-    kept = jax.tree_util.tree_map(lambda new, old: jnp.where(accept, new, old), grown, mixture)
+    kept = select_tree(accept, grown, mixture)
     return kept, jnp.maximum(grown_score, mixture_score), grown_score - mixture_score
 
 

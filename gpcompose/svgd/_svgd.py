@@ -8,6 +8,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, PyTree
 
+from .._select import select_tree
 from ._direction import stein_variational_direction
 from ._kernels import RBF, AbstractParticleKernel
 
@@ -133,12 +134,9 @@ class SVGD(eqx.Module):
             updates, optimizer_state = self.optimizer.update(negative_direction, state.optimizer_state, state.particles)
             particles = optax.apply_updates(state.particles, updates)
 
-        def keep_if_finite(new, old):
-            return jnp.where(finite, new, old)
-
         new_state = SVGDState(
-            jax.tree.map(keep_if_finite, particles, state.particles),
-            jax.tree.map(keep_if_finite, optimizer_state, state.optimizer_state),
+            select_tree(finite, particles, state.particles),
+            select_tree(finite, optimizer_state, state.optimizer_state),
             state.num_steps + 1,
         )
         nan = jnp.asarray(jnp.nan, dtype=squared_discrepancy.dtype)
