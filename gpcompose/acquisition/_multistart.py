@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from .._finite import zero_non_finite
 from .._validation import check_box
 
 
@@ -65,7 +66,7 @@ def maximise_multistart(
             improved = value > best_value
             best_u = jnp.where(improved, u, best_u)
             best_value = jnp.where(improved, value, best_value)
-            gradient = jnp.where(jnp.isfinite(gradient), gradient, 0.0)
+            gradient = zero_non_finite(gradient)
             with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
                 updates, optimiser_state = optimiser.update(gradient, optimiser_state)
             return (optax.apply_updates(u, updates), optimiser_state, best_u, best_value), None

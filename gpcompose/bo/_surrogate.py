@@ -4,11 +4,11 @@ with SE-ARD hyperparameters refitted by ML-II (with weak priors) at every iterat
 import math
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .. import gp
+from .._finite import all_finite
 from .._maximise import maximise
 from .._select import select_tree
 from ..bounded import (
@@ -84,11 +84,6 @@ def _log_marginal_likelihood(parameters: dict, data) -> Float[Array, ""]:
     return gp.log_marginal_likelihood(posterior)
 
 
-def _all_finite(tree) -> Bool[Array, ""]:
-    leaves = jax.tree_util.tree_leaves(eqx.filter(tree, eqx.is_inexact_array))
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
-
-
 def fit_surrogate(
     X: Float[Array, "C D"],
     y: Float[Array, " C"],
@@ -114,7 +109,7 @@ def fit_surrogate(
     initial = _initial_parameters(X.shape[1], variance)
     data = (X, targets, mask, mean)
     fit = maximise(_log_marginal_likelihood, initial, data, max_steps=fit_steps, scale=count)
-    good = jnp.isfinite(fit.value) & _all_finite(fit.params)
+    good = jnp.isfinite(fit.value) & all_finite(fit.params)
     parameters = select_tree(good, fit.params, initial)
     noise_variance = parameters["noise"].value
     if offset is None:

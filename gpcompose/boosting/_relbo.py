@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._finite import zero_non_finite
 from ..gp import ExactPosterior
 from ..mixtures import AbstractGaussianMixture, GaussianMixture
 from ..quadrature import integrate_components
@@ -113,7 +114,7 @@ def fit_component(
         parameters, optimiser_state = carry
         noise = jax.random.normal(step_key, (num_samples, dimension), dtype)
         gradient = jax.grad(lambda p: -objective(p, noise))(parameters)
-        gradient = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), gradient)
+        gradient = zero_non_finite(gradient)
         with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
             updates, optimiser_state = optimiser.update(gradient, optimiser_state)
         return (project(optax.apply_updates(parameters, updates)), optimiser_state), None

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._finite import all_finite, zero_non_finite
 from .._select import select_tree
 from ..gp import ExactPosterior
 from ..mixtures import AbstractGaussianMixture
@@ -78,13 +79,12 @@ def maximise_elbo(
     def step(carry, step_key):
         parameters, optimiser_state = carry
         gradient = jax.grad(loss)(parameters, step_key)
-        gradient = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), gradient)
+        gradient = zero_non_finite(gradient)
         with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
             updates, optimiser_state = optimiser.update(gradient, optimiser_state)
         return (project(optax.apply_updates(parameters, updates)), optimiser_state), None
 
     keys = jax.random.split(key, num_steps)
     (final, _), _ = jax.lax.scan(step, (parameters, optimiser.init(parameters)), keys)
-    finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(final)]))
-    final = select_tree(finite, final, parameters)
+    final = select_tree(all_finite(final), final, parameters)
     return build(final)

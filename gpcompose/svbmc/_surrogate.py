@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from .. import gp, sparse
+from .._finite import all_finite
 from .._maximise import maximise
 from .._observations import input_span
 from .._select import select_tree
@@ -104,10 +105,7 @@ def initial_surrogate(
 
 def _is_finite_fit(candidate: Surrogate, value: Float[Array, ""]) -> Bool[Array, ""]:
     """Whether a fit ended at a finite objective with finite hyperparameters."""
-    good = jnp.isfinite(value)
-    for leaf in jax.tree_util.tree_leaves(eqx.filter(candidate, eqx.is_inexact_array)):
-        good = good & jnp.all(jnp.isfinite(leaf))
-    return good
+    return jnp.isfinite(value) & all_finite(candidate)
 
 
 def _keep_if_finite(candidate: Surrogate, value: Float[Array, ""], fallback: Surrogate) -> Surrogate:

@@ -1,0 +1,21 @@
+"""Finiteness checks and guards over pytrees of arrays."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Bool, PyTree
+
+
+def all_finite(tree: PyTree) -> Bool:
+    """Whether every floating-point array leaf of `tree` is finite everywhere (leaves that
+    are not inexact arrays are ignored); a traced scalar, so it can gate a `select_tree`."""
+    leaves = jax.tree_util.tree_leaves(eqx.filter(tree, eqx.is_inexact_array))
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
+
+
+def zero_non_finite(tree: PyTree) -> PyTree:
+    """`tree` with every NaN or infinite entry of its array leaves set to zero.
+
+    Used on a stochastic gradient before an optimiser update: one non-finite sample then
+    skips that coordinate's step instead of turning the optimiser state into NaN."""
+    return jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), tree)
