@@ -8,9 +8,10 @@ from jaxtyping import Bool, PyTree
 
 def all_finite(tree: PyTree) -> Bool:
     """Whether every floating-point array leaf of `tree` is finite everywhere (leaves that
-    are not inexact arrays are ignored); a traced scalar, so it can gate a `select_tree`."""
+    are not inexact arrays are ignored, so a tree without any is finite); a traced scalar,
+    so it can gate a `select_tree`."""
     leaves = jax.tree_util.tree_leaves(eqx.filter(tree, eqx.is_inexact_array))
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
+    return jnp.all(jnp.asarray([jnp.all(jnp.isfinite(leaf)) for leaf in leaves], dtype=bool))
 
 
 def zero_non_finite(tree: PyTree) -> PyTree:

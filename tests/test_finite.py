@@ -9,6 +9,7 @@ def test_all_finite_looks_at_every_float_leaf_and_ignores_integer_and_static_lea
     assert bool(all_finite(tree))
     assert not bool(all_finite({**tree, "b": (jnp.array([[0.0, jnp.nan], [1.0, 2.0]]), jnp.arange(3))}))
     assert not bool(all_finite({**tree, "a": jnp.array([1.0, -jnp.inf, 0.0])}))
+    assert bool(all_finite({"count": jnp.arange(2), "name": "label"}))
 
 
 def test_zero_non_finite_sets_nan_and_infinite_entries_to_zero_and_keeps_the_rest():
