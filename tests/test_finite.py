@@ -17,3 +17,15 @@ def test_zero_non_finite_sets_nan_and_infinite_entries_to_zero_and_keeps_the_res
     cleaned = zero_non_finite(gradient)
     np.testing.assert_array_equal(cleaned["mean"], [1.0, 0.0, -2.0])
     assert float(cleaned["log_scale"]) == 0.0
+
+
+def test_finite_optimiser_step_keeps_a_coordinate_with_a_nan_gradient_and_steps_the_others_as_optax_does():
+    import optax
+
+    from gpcompose._finite import finite_optimiser_step
+
+    optimiser = optax.sgd(0.5)
+    parameters = jnp.array([1.0, 2.0, 3.0])
+    state = optimiser.init(parameters)
+    stepped, _ = finite_optimiser_step(optimiser, jnp.array([1.0, jnp.nan, -2.0]), state, parameters)
+    np.testing.assert_allclose(stepped, [0.5, 2.0, 4.0])

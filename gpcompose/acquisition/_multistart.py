@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._finite import zero_non_finite
+from .._finite import finite_optimiser_step
 from .._validation import check_box
 
 
@@ -66,10 +66,8 @@ def maximise_multistart(
             improved = value > best_value
             best_u = jnp.where(improved, u, best_u)
             best_value = jnp.where(improved, value, best_value)
-            gradient = zero_non_finite(gradient)
-            with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
-                updates, optimiser_state = optimiser.update(gradient, optimiser_state)
-            return (optax.apply_updates(u, updates), optimiser_state, best_u, best_value), None
+            u, optimiser_state = finite_optimiser_step(optimiser, gradient, optimiser_state, u)
+            return (u, optimiser_state, best_u, best_value), None
 
         u0 = jnp.zeros_like(start)
         initial = (u0, optimiser.init(u0), u0, jnp.asarray(-jnp.inf, start.dtype))

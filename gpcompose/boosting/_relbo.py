@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._finite import zero_non_finite
+from .._finite import finite_optimiser_step
 from ..gp import ExactPosterior
 from ..mixtures import AbstractGaussianMixture, GaussianMixture
 from ..quadrature import integrate_components
@@ -114,10 +114,8 @@ def fit_component(
         parameters, optimiser_state = carry
         noise = jax.random.normal(step_key, (num_samples, dimension), dtype)
         gradient = jax.grad(lambda p: -objective(p, noise))(parameters)
-        gradient = zero_non_finite(gradient)
-        with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
-            updates, optimiser_state = optimiser.update(gradient, optimiser_state)
-        return (project(optax.apply_updates(parameters, updates)), optimiser_state), None
+        parameters, optimiser_state = finite_optimiser_step(optimiser, gradient, optimiser_state, parameters)
+        return (project(parameters), optimiser_state), None
 
     parameters = (jnp.zeros((dimension,), dtype), start_log_scale)
     (parameters, _), _ = jax.lax.scan(

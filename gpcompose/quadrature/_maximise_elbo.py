@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._finite import all_finite, zero_non_finite
+from .._finite import all_finite, finite_optimiser_step
 from .._select import select_tree
 from ..gp import ExactPosterior
 from ..mixtures import AbstractGaussianMixture
@@ -79,10 +79,8 @@ def maximise_elbo(
     def step(carry, step_key):
         parameters, optimiser_state = carry
         gradient = jax.grad(loss)(parameters, step_key)
-        gradient = zero_non_finite(gradient)
-        with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 step counts and floats
-            updates, optimiser_state = optimiser.update(gradient, optimiser_state)
-        return (project(optax.apply_updates(parameters, updates)), optimiser_state), None
+        parameters, optimiser_state = finite_optimiser_step(optimiser, gradient, optimiser_state, parameters)
+        return (project(parameters), optimiser_state), None
 
     keys = jax.random.split(key, num_steps)
     (final, _), _ = jax.lax.scan(step, (parameters, optimiser.init(parameters)), keys)
