@@ -6,10 +6,10 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ..parameters import AbstractParameter, as_positive
-from ._super_gaussian import AbstractSuperGaussianLikelihood
+from ._residual import AbstractResidualLikelihood
 
 
-class Gaussian(AbstractSuperGaussianLikelihood):
+class Gaussian(AbstractResidualLikelihood):
     """p(y | f) = N(y; f, σ²).
 
     Also the degenerate super-Gaussian likelihood (notes/aaci.md §2.9, "useful as a test"):
@@ -24,12 +24,6 @@ class Gaussian(AbstractSuperGaussianLikelihood):
 
     def log_normaliser(self) -> Float[Array, ""]:
         return -0.5 * (math.log(2 * math.pi) + jnp.log(self.variance.value))
-
-    def linear_coefficient(self, y: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
-        return jnp.zeros_like(y)
-
-    def affine_coefficients(self, y: Float[Array, "*batch"]) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
-        return -y, jnp.ones_like(y)
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         r = jnp.asarray(r)

@@ -4,10 +4,11 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ..parameters import AbstractParameter, as_positive
 from ._omega_samplers import sample_inverse_gaussian
-from ._super_gaussian import AbstractSuperGaussianLikelihood, safe_root
+from ._residual import AbstractResidualLikelihood
+from ._super_gaussian import safe_root
 
 
-class Laplace(AbstractSuperGaussianLikelihood):
+class Laplace(AbstractResidualLikelihood):
     """Laplace regression with scale b: p(y | f) = e^{−|y − f|/b}/(2b).
 
     AACI document Table 1: C = 1/(2b), g = 0, h = f − y, φ(r) = e^{−√r/b}; p(ω) is Lévy
@@ -21,12 +22,6 @@ class Laplace(AbstractSuperGaussianLikelihood):
 
     def log_normaliser(self) -> Float[Array, ""]:
         return -jnp.log(2 * self.scale.value)
-
-    def linear_coefficient(self, y: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
-        return jnp.zeros_like(y)
-
-    def affine_coefficients(self, y: Float[Array, "*batch"]) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
-        return -y, jnp.ones_like(y)
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         r = jnp.asarray(r)

@@ -6,10 +6,10 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ..parameters import AbstractParameter, as_positive
 from ._omega_samplers import sample_gig_three_halves
-from ._super_gaussian import AbstractSuperGaussianLikelihood
+from ._residual import AbstractResidualLikelihood
 
 
-class Matern32Likelihood(AbstractSuperGaussianLikelihood):
+class Matern32Likelihood(AbstractResidualLikelihood):
     """The Matérn-3/2 regression likelihood of the AACI document (Table 1), with scale ρ:
 
         p(y | f) = √3/(4ρ) · (1 + √3|y − f|/ρ) e^{−√3|y − f|/ρ}
@@ -25,12 +25,6 @@ class Matern32Likelihood(AbstractSuperGaussianLikelihood):
 
     def log_normaliser(self) -> Float[Array, ""]:
         return math.log(math.sqrt(3) / 4) - jnp.log(self.scale.value)
-
-    def linear_coefficient(self, y: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
-        return jnp.zeros_like(y)
-
-    def affine_coefficients(self, y: Float[Array, "*batch"]) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
-        return -y, jnp.ones_like(y)
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """log1p(a√r) − a√r with a = √3/ρ."""

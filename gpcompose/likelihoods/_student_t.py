@@ -5,10 +5,10 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ..parameters import AbstractParameter, as_positive
 from ._omega_samplers import sample_gamma
-from ._super_gaussian import AbstractSuperGaussianLikelihood
+from ._residual import AbstractResidualLikelihood
 
 
-class StudentT(AbstractSuperGaussianLikelihood):
+class StudentT(AbstractResidualLikelihood):
     """Student-t regression with ν degrees of freedom and scale σ:
 
         p(y | f) = Γ((ν+1)/2) / (Γ(ν/2) √(νπ) σ) · (1 + (y − f)²/(νσ²))^{−(ν+1)/2},
@@ -27,12 +27,9 @@ class StudentT(AbstractSuperGaussianLikelihood):
         nu = self.degrees_of_freedom.value
         return gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * jnp.log(nu * jnp.pi) - jnp.log(self.scale.value)
 
-    def linear_coefficient(self, y: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
-        return jnp.zeros_like(y)
-
-    def affine_coefficients(self, y: Float[Array, "*batch"]) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
-        inverse_scale = 1 / self.scale.value
-        return -y * inverse_scale, jnp.ones_like(y) * inverse_scale
+    def residual_scale(self) -> Float[Array, ""]:
+        """σ: h = (f − y)/σ."""
+        return self.scale.value
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """−(ν+1)/2 · log1p(r/ν)."""
