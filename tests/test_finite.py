@@ -1,7 +1,8 @@
 import jax.numpy as jnp
 import numpy as np
+import optax
 
-from gpcompose._finite import all_finite, zero_non_finite
+from gpcompose._finite import all_finite, finite_optimiser_step, zero_non_finite
 
 
 def test_all_finite_looks_at_every_float_leaf_and_ignores_integer_and_static_leaves():
@@ -20,10 +21,6 @@ def test_zero_non_finite_sets_nan_and_infinite_entries_to_zero_and_keeps_the_res
 
 
 def test_finite_optimiser_step_keeps_a_coordinate_with_a_nan_gradient_and_steps_the_others_as_optax_does():
-    import optax
-
-    from gpcompose._finite import finite_optimiser_step
-
     optimiser = optax.sgd(0.5)
     parameters = jnp.array([1.0, 2.0, 3.0])
     state = optimiser.init(parameters)
