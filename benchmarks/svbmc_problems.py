@@ -319,16 +319,19 @@ def noisy_black_box(problem: Problem, seed: int):
 
 
 def round_progress(batch_size, diagnose=None):
-    """A `fit` callback that prints the ELBO after every round of `batch_size` evaluations,
+    """A `fit` callback that prints the ELBO after every round of `batch_size` evaluations
+    ("stuck" where the round kept the last mixture and the next round probes),
     followed by `diagnose(state)` (a string) when given."""
     start = time.perf_counter()
 
     def report(state):
         if int(state.num_evaluations) % batch_size == 0:
             elapsed = time.perf_counter() - start
+            stuck = ", stuck" if bool(np.any(state.probe_mask)) else ""
             print(
                 f"  {int(state.num_evaluations)} evaluations, ELBO {float(state.elbo):.3f} ± "
-                f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s" + ("" if diagnose is None else f"; {diagnose(state)}"),
+                f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s{stuck}"
+                + ("" if diagnose is None else f"; {diagnose(state)}"),
                 flush=True,
             )
 
@@ -416,9 +419,12 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
     if trace:
         progress(init_state)
     final = [init_state]
+    stuck_rounds = [0]  # retrainings that kept the last mixture, every candidate peaking (`_training.retrain`)
 
     def callback(state):
         final[0] = state
+        if int(state.num_pending) == 0 and bool(np.any(state.probe_mask)):
+            stuck_rounds[0] += 1
         progress(state)
 
     result = svbmc.fit(noisy_black_box(problem, seed), X, y, key=fit_key, state=init_state, callback=callback)
@@ -435,6 +441,7 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
         "mixture_family": family_of(init_state.mixture),
         "whitening_pass": int(init_state.whitening_pass),
         "num_active_below_trim_level": active_below_trim_level(final[0]),
+        "stuck_rounds": stuck_rounds[0],
         "initial_seconds": initial_seconds,
         "total_seconds": total_seconds,
         "load_average": list(os.getloadavg()),

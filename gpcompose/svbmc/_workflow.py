@@ -197,7 +197,6 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         options,
         num_initial=num_initial,
     )
-    posterior, mixture, elbo, elbo_sd, centre, width = fit
     return SVBMCState(
         inputs=inputs,
         log_densities=log_densities,
@@ -207,14 +206,16 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         num_initial=jnp.asarray(num_initial, jnp.int32),
         num_evaluations=jnp.zeros((), jnp.int32),
         num_pending=jnp.zeros((), jnp.int32),
-        posterior=posterior,
-        mixture=mixture,
-        elbo=elbo,
-        elbo_sd=elbo_sd,
-        centre=centre,
-        width=width,
+        posterior=fit.posterior,
+        mixture=fit.mixture,
+        elbo=fit.elbo,
+        elbo_sd=fit.elbo_sd,
+        centre=fit.centre,
+        width=fit.width,
         transform=space,
         whitening_pass=whitening_pass,
+        probes=fit.probes,
+        probe_mask=fit.probe_mask,
         key_data=jax.random.key_data(run_key),
         options=options,
         noisy=noisy,
@@ -288,8 +289,19 @@ def ask(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     """The next point to evaluate, in the original space: the maximiser of the
     acquisition (a₁ or a₂), found from mixture samples and the best training points by a
     vmapped multi-start Adam search (SVBMC §3.4), strictly inside the bounds
-    (`BoundedTransform.unbounded_limits`)."""
-    return state.transform.bounded.from_unbounded(_ask_unbounded(state, key))
+    (`BoundedTransform.unbounded_limits`) — or, for the first points of a round after a
+    retraining that kept the last mixture because every candidate found a surrogate
+    mountain, the tops of those mountains (`_training.retrain`)."""
+    count = state.probes.shape[0]
+    slot = jnp.minimum(state.num_pending, count - 1)
+    probing = (state.num_pending < count) & state.probe_mask[slot]
+
+    def probe():  # in u, inside the search's limits
+        u_min, u_max = state.transform.bounded.unbounded_limits()
+        return jnp.clip(state.transform.unwhiten(state.probes[slot]), u_min, u_max)
+
+    u = jax.lax.cond(probing, probe, lambda: _ask_unbounded(state, key))
+    return state.transform.bounded.from_unbounded(u)
 
 
 def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
@@ -350,7 +362,7 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
     key, train_key = jax.random.split(state.key)
     previous = (Surrogate(state.posterior.kernel, state.posterior.mean), state.posterior, state.mixture)
     num_initial = state.capacity - state.options.budget
-    posterior, mixture, elbo, elbo_sd, centre, width = retrain(
+    fit = retrain(
         state.inputs,
         state.log_densities,
         state.observation_variance,
@@ -361,9 +373,20 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
         previous=previous,
     )
     return eqx.tree_at(
-        lambda s: (s.posterior, s.mixture, s.elbo, s.elbo_sd, s.centre, s.width, s.key_data, s.num_pending),
+        lambda s: (
+            s.posterior,
+            s.mixture,
+            s.elbo,
+            s.elbo_sd,
+            s.centre,
+            s.width,
+            s.probes,
+            s.probe_mask,
+            s.key_data,
+            s.num_pending,
+        ),
         state,
-        (posterior, mixture, elbo, elbo_sd, centre, width, jax.random.key_data(key), jnp.zeros_like(state.num_pending)),
+        (*fit, jax.random.key_data(key), jnp.zeros_like(state.num_pending)),
     )
 
 
