@@ -11,7 +11,7 @@ from gpcompose.kernels import SquaredExponential
 from gpcompose.means import NegativeQuadratic
 from gpcompose.svbmc._refit import exceeds_ceiling, refit_from_starts
 from gpcompose.svbmc._surrogate import Surrogate, conditioned_objective, initial_surrogate, with_lengthscale_scaled
-from gpcompose.svbmc._training import mixture_peaks, peak_ceiling
+from gpcompose.svbmc._training import highest_draw, mixture_peaks, peak_ceiling
 from gpcompose.svbmc._whitening import highest_points_gaussian, keeps_whitening
 
 X = jnp.linspace(-3.0, 3.0, 21)[:, None]  # spacing 0.3
@@ -136,6 +136,27 @@ def test_a_mixture_on_the_peaks_between_the_data_peaks():
     key = jax.random.key(0)
     assert mixture_peaks(PEAKY, mixture, ceiling, key, options)
     assert not mixture_peaks(SMOOTH, mixture, ceiling, key, options)
+
+
+def test_the_highest_draw_is_the_top_of_a_mountain_between_the_data():
+    """`highest_draw` returns the draw of the mixture with the highest surrogate mean: on the
+    peaky posterior a point between two training inputs, where the mean rises above the
+    ceiling; on the smooth one (mean −x²/2) the draw nearest the mode 0."""
+    mixture = mixtures.VBMCMixture(
+        logits=jnp.zeros(1),
+        means=jnp.zeros((1, 1)),
+        log_sigma=jnp.zeros(1),
+        log_lambda=jnp.zeros(1),
+        mask=jnp.ones(1, bool),
+    )
+    options = svbmc.SVBMCOptions()
+    key = jax.random.key(0)
+    draws = np.asarray(mixture.sample(key, options.peak_check_samples))[:, 0]
+    top = highest_draw(PEAKY, mixture, key, options)
+    assert float(jnp.min(jnp.abs(X[:, 0] - top[0]))) > 0.1  # spacing 0.3: between the data
+    assert float(sparse.predict(PEAKY, top[None])[0][0]) > 1.0 + 40.0  # far above the ceiling y_max + 1
+    smooth_top = highest_draw(SMOOTH, mixture, key, options)
+    assert float(jnp.abs(smooth_top[0])) == np.min(np.abs(draws))
 
 
 def test_a_whitened_fit_is_kept_if_it_scores_higher_without_a_significant_elbo_drop_or_a_lone_peak():
