@@ -154,7 +154,8 @@ def retrain(
     mixture up again on the subset MAP's unfitted posterior, and an active round keeps
     the previous hyperparameters (on inducing points selected afresh) and re-optimises
     the previous mixture on that sparse GP (keeping it unchanged if that peaks too, and
-    then probing the tops of both rejected mixtures' mountains in the next round). Under `vmap` both branches of the active phase's `lax.cond`s run, and a vmapped
+    then probing the tops of both rejected mixtures' mountains in the next round). Under
+    `vmap` both branches of the active phase's `lax.cond`s run, and a vmapped
     initialisation builds the mixture up a second time for every seed once one seed needs
     it (the two attempts are one `lax.while_loop`). The components stay inside the high
     points' box.
