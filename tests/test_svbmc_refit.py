@@ -122,14 +122,18 @@ def test_when_every_fit_peaks_the_best_unfitted_start_is_kept():
     assert any(np.allclose(kept.kernel.lengthscale.value, value, rtol=1e-12) for value in lengthscales)
 
 
+# one component N(0, 1)
+STANDARD_NORMAL = mixtures.VBMCMixture(
+    logits=jnp.zeros(1),
+    means=jnp.zeros((1, 1)),
+    log_sigma=jnp.zeros(1),
+    log_lambda=jnp.zeros(1),
+    mask=jnp.ones(1, bool),
+)
+
+
 def test_a_mixture_on_the_peaks_between_the_data_peaks():
-    mixture = mixtures.VBMCMixture(
-        logits=jnp.zeros(1),
-        means=jnp.zeros((1, 1)),
-        log_sigma=jnp.zeros(1),
-        log_lambda=jnp.zeros(1),
-        mask=jnp.ones(1, bool),
-    )
+    mixture = STANDARD_NORMAL
     options = svbmc.SVBMCOptions()
     ceiling = peak_ceiling(Y, jnp.ones(21, bool), options, 1)
     assert float(ceiling) == 1.0  # y_max = 0 plus 1·D
@@ -142,13 +146,7 @@ def test_the_highest_draw_is_the_top_of_a_mountain_between_the_data():
     """`highest_draw` returns the draw of the mixture with the highest surrogate mean: on the
     peaky posterior a point between two training inputs, where the mean rises above the
     ceiling; on the smooth one (mean −x²/2) the draw nearest the mode 0."""
-    mixture = mixtures.VBMCMixture(
-        logits=jnp.zeros(1),
-        means=jnp.zeros((1, 1)),
-        log_sigma=jnp.zeros(1),
-        log_lambda=jnp.zeros(1),
-        mask=jnp.ones(1, bool),
-    )
+    mixture = STANDARD_NORMAL
     options = svbmc.SVBMCOptions()
     key = jax.random.key(0)
     draws = np.asarray(mixture.sample(key, options.peak_check_samples))[:, 0]
