@@ -327,7 +327,7 @@ def round_progress(batch_size, diagnose=None):
     def report(state):
         if int(state.num_evaluations) % batch_size == 0:
             elapsed = time.perf_counter() - start
-            stuck = ", stuck" if bool(np.any(state.probe_mask)) else ""
+            stuck = ", stuck" if bool(state.stuck) else ""
             print(
                 f"  {int(state.num_evaluations)} evaluations, ELBO {float(state.elbo):.3f} ± "
                 f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s{stuck}"
@@ -423,7 +423,7 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
 
     def callback(state):
         final[0] = state
-        if int(state.num_pending) == 0 and bool(np.any(state.probe_mask)):
+        if int(state.num_pending) == 0 and bool(state.stuck):
             stuck_rounds[0] += 1
         progress(state)
 

@@ -228,14 +228,14 @@ def test_a_round_whose_every_candidate_peaks_keeps_the_last_hyperparameters_and_
     last_surrogate = _surrogate.Surrogate(small_state.posterior.kernel, small_state.posterior.mean)
     rows = (small_state.inputs, small_state.log_densities, small_state.observation_variance, small_state.succeeded)
     num_initial = small_state.capacity - options.budget
-    posterior, mixture, *_, probes, probe_mask = eqx.filter_jit(_training.retrain)(
+    posterior, mixture, *_, probes, stuck = eqx.filter_jit(_training.retrain)(
         *rows,
         jax.random.key(11),
         options,
         num_initial=num_initial,
         previous=(last_surrogate, small_state.posterior, small_state.mixture),
     )
-    assert np.all(np.asarray(probe_mask)) and np.all(np.isfinite(np.asarray(probes)))  # the next round probes
+    assert bool(stuck) and np.all(np.isfinite(np.asarray(probes)))  # the next round probes
     for new, old in zip(jax.tree_util.tree_leaves(mixture), jax.tree_util.tree_leaves(small_state.mixture)):
         np.testing.assert_array_equal(new, old)
     keep, values, noise = _training.training_rows(rows, options, num_initial)
@@ -253,17 +253,17 @@ def test_a_round_whose_every_candidate_peaks_keeps_the_last_hyperparameters_and_
 
 
 def test_after_a_stuck_round_the_first_asks_are_the_probes_then_the_acquisition_search(small_state):
-    """Where the last retraining set `probe_mask` (it kept the last mixture because every
+    """Where the last retraining set `stuck` (it kept the last mixture because every
     candidate peaked), the round's first two `ask`s return the probes (stored in w, asked in
     x); the third, and every `ask` without probes, is the acquisition's search."""
     probes = small_state.inputs[:2] + 0.5
-    probing = eqx.tree_at(lambda s: (s.probes, s.probe_mask), small_state, (probes, jnp.ones(2, bool)))
+    probing = eqx.tree_at(lambda s: (s.probes, s.stuck), small_state, (probes, jnp.asarray(True)))
     key = jax.random.key(5)
 
     def asked(state, num_pending):
         return np.asarray(svbmc.ask(eqx.tree_at(lambda s: s.num_pending, state, jnp.asarray(num_pending)), key))
 
-    assert not np.any(np.asarray(small_state.probe_mask))  # init sets none
+    assert not bool(small_state.stuck)  # init is never stuck
     for index in range(2):
         expected = small_state.transform.from_unbounded(probes[index])  # x(w)
         np.testing.assert_allclose(asked(probing, index), expected, rtol=1e-12)

@@ -35,10 +35,10 @@ class SVBMCState(AbstractBufferState):
     # the whitening pass `init` kept (`_whitening.fit_and_whiten`): 0 the start space, 1 … P a
     # space whitened by a fitted q; −1 without `options.whitening`
     whitening_pass: Int[Array, ""]
-    # points in w for the round's first `ask`s where `probe_mask` is set: the tops of the
-    # surrogate mountains that the last retraining's rejected mixtures found (`_training.retrain`)
+    # points in w for the round's first `ask`s when `stuck`: the tops of the surrogate
+    # mountains that the last retraining's rejected mixtures found (`_training.retrain`)
     probes: Float[Array, "2 D"]
-    probe_mask: Bool[Array, " 2"]
+    stuck: Bool[Array, ""]
     key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
     options: SVBMCOptions = eqx.field(static=True)
     noisy: bool = eqx.field(static=True)

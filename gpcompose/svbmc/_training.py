@@ -120,8 +120,8 @@ def highest_draw(
 
 
 class Retraining(NamedTuple):
-    """`retrain`'s output. `probes` are points for the next round's first `ask`s, where
-    `probe_mask` is set (`_workflow.ask`)."""
+    """`retrain`'s output. `stuck`: the round kept the last mixture because every candidate
+    peaked; `probes` are then the next round's first `ask`s (`_workflow.ask`)."""
 
     posterior: sparse.SparsePosterior
     mixture: VBMCMixture
@@ -130,7 +130,7 @@ class Retraining(NamedTuple):
     centre: Float[Array, " D"]
     width: Float[Array, " D"]
     probes: Float[Array, "2 D"]
-    probe_mask: Bool[Array, " 2"]
+    stuck: Bool[Array, ""]
 
 
 def retrain(
@@ -318,7 +318,7 @@ def retrain(
             selectable=options.mixture_family == "auto",
         )
         _, posterior, mixture = jax.lax.while_loop(again, attempt, (jnp.asarray(0), refit.posterior, placeholder))
-        probes, probe_mask = no_probes, jnp.zeros((2,), bool)
+        probes, stuck = no_probes, jnp.asarray(False)
     else:
         # the warm-started mixture is re-optimised, then one growth stage is tried while
         # K < K_max [ours; the document leaves the K policy of the loop open]: a build-up
@@ -372,13 +372,13 @@ def retrain(
                 ]
             )
             kept = jax.lax.cond(stuck, lambda: last_mixture, lambda: moved)
-            return last_posterior, kept, tops, jnp.full((2,), stuck)
+            return last_posterior, kept, tops, stuck
 
         def accept(posterior, mixture):
-            return posterior, mixture, no_probes, jnp.zeros((2,), bool)
+            return posterior, mixture, no_probes, jnp.asarray(False)
 
-        posterior, mixture, probes, probe_mask = jax.lax.cond(
+        posterior, mixture, probes, stuck = jax.lax.cond(
             peaks(posterior, mixture), fall_back, accept, posterior, mixture
         )
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
-    return Retraining(posterior, mixture, elbo_mean, elbo_sd, centre, width, probes, probe_mask)
+    return Retraining(posterior, mixture, elbo_mean, elbo_sd, centre, width, probes, stuck)

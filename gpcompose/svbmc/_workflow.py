@@ -215,7 +215,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         transform=space,
         whitening_pass=whitening_pass,
         probes=fit.probes,
-        probe_mask=fit.probe_mask,
+        stuck=fit.stuck,
         key_data=jax.random.key_data(run_key),
         options=options,
         noisy=noisy,
@@ -294,7 +294,7 @@ def ask(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     mountain, the tops of those mountains (`_training.retrain`)."""
     count = state.probes.shape[0]
     slot = jnp.minimum(state.num_pending, count - 1)
-    probing = (state.num_pending < count) & state.probe_mask[slot]
+    probing = state.stuck & (state.num_pending < count)
 
     def probe():  # in u, inside the search's limits
         u_min, u_max = state.transform.bounded.unbounded_limits()
@@ -381,7 +381,7 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
             s.centre,
             s.width,
             s.probes,
-            s.probe_mask,
+            s.stuck,
             s.key_data,
             s.num_pending,
         ),
