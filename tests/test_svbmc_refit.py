@@ -11,7 +11,7 @@ from gpcompose.kernels import SquaredExponential
 from gpcompose.means import NegativeQuadratic
 from gpcompose.svbmc._refit import exceeds_ceiling, refit_from_starts
 from gpcompose.svbmc._surrogate import Surrogate, conditioned_objective, initial_surrogate, with_lengthscale_scaled
-from gpcompose.svbmc._training import highest_draw, mixture_peaks, peak_ceiling
+from gpcompose.svbmc._training import peak_ceiling, peak_check
 from gpcompose.svbmc._whitening import highest_points_gaussian, keeps_whitening
 
 X = jnp.linspace(-3.0, 3.0, 21)[:, None]  # spacing 0.3
@@ -138,22 +138,22 @@ def test_a_mixture_on_the_peaks_between_the_data_peaks():
     ceiling = peak_ceiling(Y, jnp.ones(21, bool), options, 1)
     assert float(ceiling) == 1.0  # y_max = 0 plus 1·D
     key = jax.random.key(0)
-    assert mixture_peaks(PEAKY, mixture, ceiling, key, options)
-    assert not mixture_peaks(SMOOTH, mixture, ceiling, key, options)
+    assert peak_check(PEAKY, mixture, ceiling, key, options).peaked
+    assert not peak_check(SMOOTH, mixture, ceiling, key, options).peaked
 
 
 def test_the_highest_draw_is_the_top_of_a_mountain_between_the_data():
-    """`highest_draw` returns the draw of the mixture with the highest surrogate mean: on the
+    """`peak_check` returns the draw of the mixture with the highest surrogate mean: on the
     peaky posterior a point between two training inputs, where the mean rises above the
     ceiling; on the smooth one (mean −x²/2) the draw nearest the mode 0."""
     mixture = STANDARD_NORMAL
     options = svbmc.SVBMCOptions()
     key = jax.random.key(0)
     draws = np.asarray(mixture.sample(key, options.peak_check_samples))[:, 0]
-    top = highest_draw(PEAKY, mixture, key, options)
+    top = peak_check(PEAKY, mixture, jnp.asarray(1.0), key, options).top
     assert float(jnp.min(jnp.abs(X[:, 0] - top[0]))) > 0.1  # spacing 0.3: between the data
     assert float(sparse.predict(PEAKY, top[None])[0][0]) > 1.0 + 40.0  # far above the ceiling y_max + 1
-    smooth_top = highest_draw(SMOOTH, mixture, key, options)
+    smooth_top = peak_check(SMOOTH, mixture, jnp.asarray(1.0), key, options).top
     assert float(jnp.abs(smooth_top[0])) == np.min(np.abs(draws))
 
 

@@ -27,6 +27,9 @@ class SVBMCState(AbstractBufferState):
     num_pending: Int[Array, ""]
     posterior: SparsePosterior
     mixture: VBMCMixture
+    # the mixture the last retraining started from (at `init`, `mixture`): a stuck round keeps
+    # whichever of the two has the higher ELBO (`_training.retrain`)
+    earlier_mixture: VBMCMixture
     elbo: Float[Array, ""]
     elbo_sd: Float[Array, ""]
     centre: Float[Array, " D"]

@@ -13,7 +13,7 @@ from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximise_elbo
 from ._noise_shaping import shaping_variance, total_noise_variance
 from ._options import SVBMCOptions
-from ._refit import condition_on_selected, exceeds_ceiling, refit_from_starts
+from ._refit import condition_on_selected, refit_from_starts
 from ._state import SVBMCState
 from ._subset import stratified_kmeans_subset
 from ._surrogate import Surrogate, fit_exact, initial_surrogate, plausible_box
@@ -102,26 +102,38 @@ def peak_ceiling(log_densities: Float[Array, " C"], keep: Bool[Array, " C"], opt
     return y_max + options.peak_tolerance_per_dimension * dimension
 
 
-def mixture_peaks(posterior: sparse.SparsePosterior, mixture: VBMCMixture, ceiling, key, options: SVBMCOptions):
-    """Whether the surrogate mean exceeds `ceiling` at `options.peak_check_samples` draws of
-    `mixture`: q has found a mountain of the surrogate where the data do not reach."""
-    return exceeds_ceiling(posterior, mixture.sample(key, options.peak_check_samples), ceiling)
+class PeakCheck(NamedTuple):
+    """`peak_check`'s output: whether the surrogate mean exceeds the ceiling at one of the
+    draws of a mixture (q has found a mountain of the surrogate where the data do not
+    reach), and the draw with the highest mean (the top of that mountain)."""
+
+    peaked: Bool[Array, ""]
+    top: Float[Array, " D"]
 
 
-def highest_draw(
-    posterior: sparse.SparsePosterior, mixture: VBMCMixture, key, options: SVBMCOptions
-) -> Float[Array, " D"]:
-    """The draw with the highest surrogate mean among the `options.peak_check_samples`
-    draws of `mixture` that `mixture_peaks` checks with the same key: the top of the
-    mountain a peaked mixture found."""
+def peak_check(
+    posterior: sparse.SparsePosterior, mixture: VBMCMixture, ceiling, key, options: SVBMCOptions
+) -> PeakCheck:
+    """The refit guard's test (`_refit.exceeds_ceiling`) at `options.peak_check_samples`
+    draws of `mixture`, with the highest-mean draw."""
     draws = mixture.sample(key, options.peak_check_samples)
     mean, _ = sparse.predict(posterior, draws)
-    return draws[jnp.argmax(mean)]
+    return PeakCheck(jnp.max(mean) > ceiling, draws[jnp.argmax(mean)])
+
+
+class Previous(NamedTuple):
+    """What an active-phase `retrain` starts from: the state's surrogate hyperparameters,
+    sparse GP and mixture, and the mixture before that one (`SVBMCState.earlier_mixture`)."""
+
+    surrogate: Surrogate
+    posterior: sparse.SparsePosterior
+    mixture: VBMCMixture
+    earlier_mixture: VBMCMixture
 
 
 class Retraining(NamedTuple):
-    """`retrain`'s output. `stuck`: the round kept the last mixture because every candidate
-    peaked; `probes` are then the next round's first `ask`s (`_workflow.ask`)."""
+    """`retrain`'s output. `stuck`: the round kept one of the last two mixtures because every
+    candidate peaked; `probes` are then the next round's first `ask`s (`_workflow.ask`)."""
 
     posterior: sparse.SparsePosterior
     mixture: VBMCMixture
@@ -142,19 +154,20 @@ def retrain(
     options: SVBMCOptions,
     *,
     num_initial: int,
-    previous: tuple[Surrogate, sparse.SparsePosterior, VBMCMixture] | None,
+    previous: Previous | None,
 ):
     """The full SVBMC training pass; `previous` is None at initialisation (build-up from
-    one component) and the current (surrogate, posterior, mixture) in the active phase
-    (warm-started mixture, one growth stage while K < K_max). The sparse GP comes from
+    one component) and the state's `Previous` in the active phase (warm-started mixture,
+    one growth stage while K < K_max). The sparse GP comes from
     `refit_from_starts`: the refit from the subset MAP, or in the active phase, if its mean
     rises above the ceiling at the training inputs or at draws of the current mixture,
     the refit from the current hyperparameters. The draws of the new mixture
     are checked too; if the mean exceeds the ceiling there, initialisation builds the
     mixture up again on the subset MAP's unfitted posterior, and an active round keeps
     the previous hyperparameters (on inducing points selected afresh) and re-optimises
-    the previous mixture on that sparse GP (keeping it unchanged if that peaks too, and
-    then probing the tops of both rejected mixtures' mountains in the next round). Under
+    the previous mixture on that sparse GP (if that peaks too, keeping the one of the last
+    two mixtures with the higher ELBO there, and then probing the tops of both rejected
+    mixtures' mountains in the next round). Under
     `vmap` both branches of the active phase's `lax.cond`s run, and a vmapped
     initialisation builds the mixture up a second time for every seed once one seed needs
     it (the two attempts are one `lax.while_loop`). The components stay inside the high
@@ -183,7 +196,7 @@ def retrain(
     if previous is None:
         start = initial_surrogate(centre, width, y_max, y_scale, threshold, options.quadratic_scale_cap)
     else:
-        start = previous[0]
+        start = previous.surrogate
     exact = fit_exact(
         start,
         inputs[subset],
@@ -193,7 +206,7 @@ def retrain(
         max_steps=options.exact_fit_steps,
         lengthscale_factors=options.exact_fit_lengthscale_factors,
     )
-    starts = [exact] if previous is None else [exact, previous[0]]
+    starts = [exact] if previous is None else [exact, previous.surrogate]
 
     # the refit guard's check points: the training inputs and draws of the current mixture,
     # or at initialisation of the Gaussian of the highest points
@@ -207,7 +220,7 @@ def retrain(
             rotated=options.mixture_family != "axis",
         )
     else:
-        reference = previous[2]
+        reference = previous.mixture
     draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
     refit = refit_from_starts(
         starts,
@@ -254,8 +267,8 @@ def retrain(
         eligible = keep & (surrogate_mean >= top - (dimension + 2.0))
         return Growth(inputs, surrogate_mean, eligible, ascent(posterior, num_steps), score(posterior))
 
-    def peaks(posterior, mixture):  # the second check: the mean above the ceiling at draws of the mixture
-        return mixture_peaks(posterior, mixture, ceiling, peak_draws_key, options)
+    def check(posterior, mixture):  # the second check: the mean above the ceiling at draws of the mixture
+        return peak_check(posterior, mixture, ceiling, peak_draws_key, options)
 
     if previous is None:
 
@@ -305,7 +318,7 @@ def retrain(
 
         def again(carry):
             count, posterior, mixture = carry
-            return (count == 0) | ((count == 1) & peaks(posterior, mixture) & ~refit.fell_back)
+            return (count == 0) | ((count == 1) & check(posterior, mixture).peaked & ~refit.fell_back)
 
         # the loop's first mixture is a placeholder of the built-up structure; its value never matters
         placeholder = initial_mixture(
@@ -324,7 +337,7 @@ def retrain(
         # K < K_max [ours; the document leaves the K policy of the loop open]: a build-up
         # that stopped early on the initial surrogate (K = 1–3 on timing) can grow later
         optimise_key, growth_key = jax.random.split(mixture_key)
-        mixture = ascent(posterior, options.round_steps)(previous[2], optimise_key)
+        mixture = ascent(posterior, options.round_steps)(previous.mixture, optimise_key)
 
         def grow_once(mixture):  # the sites' surrogate mean is computed only when K < K_max
             sites = growth(posterior, options.round_steps)
@@ -339,8 +352,8 @@ def retrain(
         # above the ceiling, the round's hyperparameters are dropped: the last round's
         # hyperparameters stay, on inducing points selected afresh (so that the next
         # round's points have free slots again), and the mixture is re-optimised on that
-        # sparse GP, unless that too finds the mean above the ceiling (then the last
-        # mixture stays as well). A fallback that kept the last mixture unconditionally
+        # sparse GP, unless that too finds the mean above the ceiling (then one of the
+        # last two mixtures stays, below). A fallback that kept the last mixture unconditionally
         # froze it: Lotka–Volterra seed 5 (a probe that bounded μ too) accepted a mixture
         # with mass on a phantom mode at 160 evaluations, the next round's points found
         # the mode 10 below the surrogate, and every later round fell back, ending with
@@ -358,27 +371,34 @@ def retrain(
         # draws of the rejected mixtures) [ours]: their values, far below, pull the
         # mountains down (that seed: the next round recovers, MMTV 0.15; final ΔLML 0.57,
         # MMTV 0.14).
-        def fall_back(posterior, mixture):
-            last_mixture = previous[2]
+        #
+        # Of the last two mixtures the stuck round keeps the one with the higher ELBO on the
+        # last hyperparameters' sparse GP [ours]: the last mixture can be the one that went
+        # onto the mountain. Lotka–Volterra CMA-ES-5k seed 8 accepted a mixture with BQ sd
+        # 0.72 (MMTV 0.16) at 190 evaluations; its points came out far below the surrogate,
+        # and the last two rounds, stuck, kept it with ELBO 4.9 and 3.9 below log Z.
+        def fall_back(posterior, mixture, top):
             last_posterior = condition_on_selected(
-                previous[0], inputs, log_densities, noise, keep, options, num_initial=num_initial
+                previous.surrogate, inputs, log_densities, noise, keep, options, num_initial=num_initial
             )
-            moved = ascent(last_posterior, options.round_steps)(last_mixture, optimise_key)
-            stuck = peaks(last_posterior, moved)
-            tops = jnp.stack(
-                [
-                    highest_draw(posterior, mixture, peak_draws_key, options),
-                    highest_draw(last_posterior, moved, peak_draws_key, options),
-                ]
+            moved = ascent(last_posterior, options.round_steps)(previous.mixture, optimise_key)
+            moved_check = check(last_posterior, moved)
+            last_two = jax.tree_util.tree_map(
+                lambda last, earlier: jnp.stack([last, earlier]), previous.mixture, previous.earlier_mixture
             )
-            kept = jax.lax.cond(stuck, lambda: last_mixture, lambda: moved)
-            return last_posterior, kept, tops, stuck
+            last_two_elbos, _ = jax.vmap(scored(last_posterior))(last_two)
+            better = jnp.argmax(last_two_elbos)
+            kept = jax.tree_util.tree_map(
+                lambda two, moved: jnp.where(moved_check.peaked, two[better], moved), last_two, moved
+            )
+            return last_posterior, kept, jnp.stack([top, moved_check.top]), moved_check.peaked
 
-        def accept(posterior, mixture):
+        def accept(posterior, mixture, top):
             return posterior, mixture, no_probes, jnp.asarray(False)
 
+        new_check = check(posterior, mixture)
         posterior, mixture, probes, stuck = jax.lax.cond(
-            peaks(posterior, mixture), fall_back, accept, posterior, mixture
+            new_check.peaked, fall_back, accept, posterior, mixture, new_check.top
         )
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     return Retraining(posterior, mixture, elbo_mean, elbo_sd, centre, width, probes, stuck)

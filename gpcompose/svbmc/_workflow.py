@@ -23,7 +23,7 @@ from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
 from ._options import SVBMCOptions
 from ._state import SVBMCState
 from ._surrogate import Surrogate
-from ._training import new_point_value_and_noise, retrain, training_rows
+from ._training import Previous, new_point_value_and_noise, retrain, training_rows
 from ._whitening import fit_and_whiten
 
 
@@ -208,6 +208,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         num_pending=jnp.zeros((), jnp.int32),
         posterior=fit.posterior,
         mixture=fit.mixture,
+        earlier_mixture=fit.mixture,
         elbo=fit.elbo,
         elbo_sd=fit.elbo_sd,
         centre=fit.centre,
@@ -290,8 +291,8 @@ def ask(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     acquisition (a₁ or a₂), found from mixture samples and the best training points by a
     vmapped multi-start Adam search (SVBMC §3.4), strictly inside the bounds
     (`BoundedTransform.unbounded_limits`) — or, for the first points of a round after a
-    retraining that kept the last mixture because every candidate found a surrogate
-    mountain, the tops of those mountains (`_training.retrain`)."""
+    retraining that was stuck (every candidate mixture found a surrogate mountain), the
+    tops of those mountains (`_training.retrain`)."""
     count = state.probes.shape[0]
     slot = jnp.minimum(state.num_pending, count - 1)
     probing = state.stuck & (state.num_pending < count)
@@ -360,7 +361,9 @@ def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
 
 def _retrain_state(state: SVBMCState) -> SVBMCState:
     key, train_key = jax.random.split(state.key)
-    previous = (Surrogate(state.posterior.kernel, state.posterior.mean), state.posterior, state.mixture)
+    previous = Previous(
+        Surrogate(state.posterior.kernel, state.posterior.mean), state.posterior, state.mixture, state.earlier_mixture
+    )
     num_initial = state.capacity - state.options.budget
     fit = retrain(
         state.inputs,
@@ -376,6 +379,7 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
         lambda s: (
             s.posterior,
             s.mixture,
+            s.earlier_mixture,
             s.elbo,
             s.elbo_sd,
             s.centre,
@@ -386,7 +390,14 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
             s.num_pending,
         ),
         state,
-        (*fit, jax.random.key_data(key), jnp.zeros_like(state.num_pending)),
+        (
+            fit.posterior,
+            fit.mixture,
+            state.mixture,
+            *fit[2:],
+            jax.random.key_data(key),
+            jnp.zeros_like(state.num_pending),
+        ),
     )
 
 
