@@ -228,7 +228,7 @@ def stuck_retraining(state, last_mixture, earlier_mixture):
     options = dataclasses.replace(state.options, peak_tolerance_per_dimension=-1e3)
     last_surrogate = _surrogate.Surrogate(state.posterior.kernel, state.posterior.mean)
     rows = (state.inputs, state.log_densities, state.observation_variance, state.succeeded)
-    previous = _training.Previous(last_surrogate, state.posterior, last_mixture, earlier_mixture)
+    previous = _training.Previous(last_surrogate, last_mixture, earlier_mixture)
     num_initial = state.capacity - options.budget
     fit = eqx.filter_jit(_training.retrain)(
         *rows, jax.random.key(11), options, num_initial=num_initial, previous=previous

@@ -122,11 +122,10 @@ def peak_check(
 
 
 class Previous(NamedTuple):
-    """What an active-phase `retrain` starts from: the state's surrogate hyperparameters,
-    sparse GP and mixture, and the mixture before that one (`SVBMCState.earlier_mixture`)."""
+    """What an active-phase `retrain` starts from: the state's surrogate hyperparameters
+    and mixture, and the mixture before that one (`SVBMCState.earlier_mixture`)."""
 
     surrogate: Surrogate
-    posterior: sparse.SparsePosterior
     mixture: VBMCMixture
     earlier_mixture: VBMCMixture
 

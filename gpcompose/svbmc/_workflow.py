@@ -361,9 +361,7 @@ def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
 
 def _retrain_state(state: SVBMCState) -> SVBMCState:
     key, train_key = jax.random.split(state.key)
-    previous = Previous(
-        Surrogate(state.posterior.kernel, state.posterior.mean), state.posterior, state.mixture, state.earlier_mixture
-    )
+    previous = Previous(Surrogate(state.posterior.kernel, state.posterior.mean), state.mixture, state.earlier_mixture)
     num_initial = state.capacity - state.options.budget
     fit = retrain(
         state.inputs,
@@ -394,7 +392,12 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
             fit.posterior,
             fit.mixture,
             state.mixture,
-            *fit[2:],
+            fit.elbo,
+            fit.elbo_sd,
+            fit.centre,
+            fit.width,
+            fit.probes,
+            fit.stuck,
             jax.random.key_data(key),
             jnp.zeros_like(state.num_pending),
         ),
