@@ -95,16 +95,24 @@ def machine_with_load(load_before, **versions):
 
 
 def cpu_model():
-    """The CPU's model name from /proc/cpuinfo (else `platform.processor()` or "unknown")."""
-    model_name = platform.processor() or "unknown"
+    """The CPU's model name from /proc/cpuinfo with its family and model numbers (else
+    `platform.processor()` or "unknown"). The numbers tell CPU generations apart where the
+    name does not (the virtual machines here all say "AMD EPYC"), and results can differ
+    between them: XLA compiles for the host's instruction set, and a chaotic computation (a
+    CMA-ES run making a benchmark's initial set) amplifies the rounding."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as cpuinfo:
             for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                name, _, value = line.partition(":")
+                fields.setdefault(name.strip(), value.strip())
+                if not line.strip():  # the first processor's block is enough
+                    break
     except OSError:
         pass
-    return model_name
+    if "model name" not in fields:
+        return platform.processor() or "unknown"
+    return f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
 
 
 def machine_info(*packages):

@@ -55,6 +55,7 @@ jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
@@ -65,7 +66,7 @@ from pathlib import Path  # noqa: E402
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import agg_pyplot, code_version, save_figure, utc_timestamp, write_json  # noqa: E402
+from _common import agg_pyplot, code_version, cpu_model, save_figure, utc_timestamp, write_json  # noqa: E402
 
 from gpcompose import sparse, svbmc  # noqa: E402
 from gpcompose.benchmarks import (  # noqa: E402
@@ -386,6 +387,16 @@ def outcome_metrics(problem: Problem, result, sample_key, reference_key, num_met
     }
 
 
+def initial_set_fingerprint(X, y) -> str:
+    """The first 16 hex digits of the SHA-256 of an initial set's (X, y) as float64 bytes.
+    Runs on the same seed are paired only if their fingerprints agree: a CMA-ES initial set
+    depends on the CPU that made it (`_common.cpu_model`); "initial_best" alone told the
+    Lotka–Volterra sets of 2026-11-26 from those of 2026-11-28 to 11-30 (seed 8: −126.874
+    against −126.708), which the JSON recorded under the same seed."""
+    digest = hashlib.sha256(np.asarray(X, np.float64).tobytes() + np.asarray(y, np.float64).tobytes())
+    return digest.hexdigest()[:16]
+
+
 def initialise(problem: Problem, X, y, key, options, budget=None, batch_size=None):
     """`svbmc.init` on an initial set of `problem`, with its bounds and noise sd, and its
     budget and batch size unless given."""
@@ -436,6 +447,8 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
         "seed": seed,
         "num_initial": int(np.sum(np.isfinite(y))),
         "initial_best": float(np.max(np.where(np.isfinite(y), y, -np.inf))),
+        "initial_set_fingerprint": initial_set_fingerprint(X, y),
+        "cpu": cpu_model(),
         **outcome_metrics(problem, result, sample_key, reference_key, num_metric_samples),
         **{f"after_init_{name}": before[name] for name in ("elbo", "delta_lml", "mmtv", "gskl", "num_components")},
         "mixture_family": family_of(init_state.mixture),
@@ -494,6 +507,8 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
                 "seed": seed,
                 "num_initial": int(jnp.sum(jnp.isfinite(y[index]))),
                 "initial_best": float(jnp.max(jnp.where(jnp.isfinite(y[index]), y[index], -jnp.inf))),
+                "initial_set_fingerprint": initial_set_fingerprint(X[index], y[index]),
+                "cpu": cpu_model(),
                 **outcome_metrics(problem, result, keys[index][2], keys[index][3], num_metric_samples),
                 "mixture_family": family_of(state.mixture),
                 "whitening_pass": int(state.whitening_pass),
@@ -521,7 +536,7 @@ def run_problems(args, options, num_metric_samples, output_dir):
                 "batch_size": args.batch_size or problem.batch_size,
                 "options": {k: getattr(options, k) for k in options.__dataclass_fields__},
                 "jax_version": jax.__version__,
-                "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count()},
+                "machine": {"platform": platform.platform(), "cpu": cpu_model(), "cpus": os.cpu_count()},
                 "runs": [],
             }
         done = {run["seed"] for run in record["runs"]}
