@@ -80,7 +80,7 @@ from gpcompose.benchmarks import (  # noqa: E402
     slice_sampling_evaluations,
 )
 from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
-from gpcompose.svbmc._training import censoring_level  # noqa: E402
+from gpcompose.svbmc import _training as svbmc_training  # noqa: E402
 from gpcompose.transforms import BoundedTransform  # noqa: E402
 
 plt = agg_pyplot()
@@ -319,9 +319,18 @@ def noisy_black_box(problem: Problem, seed: int):
     return lambda x: (float(log_density(jnp.asarray(x))) + problem.noise_sd * rng.normal(), problem.noise_sd)
 
 
+HYPERPARAMETER_SOURCES = {
+    svbmc_training.FITTED: "",
+    svbmc_training.UNFITTED_START: ", unfitted hyperparameters",
+    svbmc_training.LAST_ROUND: ", last round's hyperparameters",
+}
+
+
 def round_progress(batch_size, diagnose=None):
     """A `fit` callback that prints the ELBO after every round of `batch_size` evaluations
-    ("stuck" where the round kept the last mixture and the next round probes),
+    ("stuck" where the round kept the last mixture and the next round probes; where the
+    round's hyperparameters are not a fit of this round, "unfitted hyperparameters" (every
+    fit peaked) or "last round's hyperparameters" (the new mixture found a mountain)),
     followed by `diagnose(state)` (a string) when given."""
     start = time.perf_counter()
 
@@ -329,9 +338,10 @@ def round_progress(batch_size, diagnose=None):
         if int(state.num_evaluations) % batch_size == 0:
             elapsed = time.perf_counter() - start
             stuck = ", stuck" if bool(state.stuck) else ""
+            source = HYPERPARAMETER_SOURCES[int(state.hyperparameter_source)]
             print(
                 f"  {int(state.num_evaluations)} evaluations, ELBO {float(state.elbo):.3f} ± "
-                f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s{stuck}"
+                f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s{stuck}{source}"
                 + ("" if diagnose is None else f"; {diagnose(state)}"),
                 flush=True,
             )
@@ -470,7 +480,7 @@ def active_below_trim_level(state) -> int:
     """How many active-phase evaluations lie below the final trimming level y⋆ = max lcb − η:
     the ones `training_rows` censors (and the code before 2026-11-28 trimmed)."""
     rows = (state.inputs, state.log_densities, state.observation_variance, state.succeeded)
-    level = censoring_level(rows, state.options)
+    level = svbmc_training.censoring_level(rows, state.options)
     active = np.asarray(state.succeeded) & (np.arange(state.capacity) >= int(state.num_initial))
     return int(np.sum(active & (np.asarray(state.log_densities) < float(level))))
 

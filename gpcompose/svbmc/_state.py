@@ -42,6 +42,9 @@ class SVBMCState(AbstractBufferState):
     # mountains that the last retraining's rejected mixtures found (`_training.retrain`)
     probes: Float[Array, "2 D"]
     stuck: Bool[Array, ""]
+    # where the last retraining's hyperparameters came from: `_training.FITTED` (0),
+    # `UNFITTED_START` (1: every SGPR fit peaked) or `LAST_ROUND` (2: the new mixture found a mountain)
+    hyperparameter_source: Int[Array, ""]
     key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
     options: SVBMCOptions = eqx.field(static=True)
     noisy: bool = eqx.field(static=True)

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int
 
 from .. import sparse
 from ..mixtures import VBMCMixture
@@ -130,9 +130,17 @@ class Previous(NamedTuple):
     earlier_mixture: VBMCMixture
 
 
+# Where a retraining's hyperparameters come from (`Retraining.hyperparameter_source`)
+FITTED = 0  # an SGPR fit that stays below the ceiling (`_refit.refit_from_starts`)
+UNFITTED_START = 1  # every fit peaked: the start with the higher bound, unfitted
+LAST_ROUND = 2  # the new mixture found a mountain: the last round's hyperparameters (active phase)
+
+
 class Retraining(NamedTuple):
     """`retrain`'s output. `stuck`: the round kept one of the last two mixtures because every
-    candidate peaked; `probes` are then the next round's first `ask`s (`_workflow.ask`)."""
+    candidate peaked; `probes` are then the next round's first `ask`s (`_workflow.ask`).
+    `hyperparameter_source`: `FITTED`, `UNFITTED_START` or `LAST_ROUND` (a diagnostic: a run
+    whose rounds never fit leaves its surrogate as `init` made it)."""
 
     posterior: sparse.SparsePosterior
     mixture: VBMCMixture
@@ -142,6 +150,7 @@ class Retraining(NamedTuple):
     width: Float[Array, " D"]
     probes: Float[Array, "2 D"]
     stuck: Bool[Array, ""]
+    hyperparameter_source: Int[Array, ""]
 
 
 def retrain(
@@ -329,8 +338,11 @@ def retrain(
             rotated=options.mixture_family == "rotated",
             selectable=options.mixture_family == "auto",
         )
-        _, posterior, mixture = jax.lax.while_loop(again, attempt, (jnp.asarray(0), refit.posterior, placeholder))
+        attempts, posterior, mixture = jax.lax.while_loop(
+            again, attempt, (jnp.asarray(0), refit.posterior, placeholder)
+        )
         probes, stuck = no_probes, jnp.asarray(False)
+        source = jnp.where(refit.fell_back | (attempts == 2), UNFITTED_START, FITTED)
     else:
         # the warm-started mixture is re-optimised, then one growth stage is tried while
         # K < K_max [ours; the document leaves the K policy of the loop open]: a build-up
@@ -399,5 +411,7 @@ def retrain(
         posterior, mixture, probes, stuck = jax.lax.cond(
             new_check.peaked, fall_back, accept, posterior, mixture, new_check.top
         )
+        source = jnp.where(new_check.peaked, LAST_ROUND, jnp.where(refit.fell_back, UNFITTED_START, FITTED))
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
-    return Retraining(posterior, mixture, elbo_mean, elbo_sd, centre, width, probes, stuck)
+    source = jnp.asarray(source, jnp.int32)
+    return Retraining(posterior, mixture, elbo_mean, elbo_sd, centre, width, probes, stuck, source)
