@@ -286,9 +286,10 @@ def run_settings(args):
     `--mixture-family` sets the variational family ("auto", "axis" — the document's — or
     "rotated"; default: the library's),
     `--max-inducing M` raises the cap on inducing points above the document's 300 + 2√N_f, and
-    `--no-whitening` turns the whitening of the inference space off, and `--whitening-passes P`
-    sets the number of whitening passes at init (default: the library's)."""
-    shared = dict(whitening=not args.no_whitening)
+    `--no-whitening` turns the whitening of the inference space off, `--whitening-passes P`
+    sets the number of whitening passes at init (default: the library's), and
+    `--probe-fallback-mountain` sets `SVBMCOptions.probe_fallback_mountain`."""
+    shared = dict(whitening=not args.no_whitening, probe_fallback_mountain=args.probe_fallback_mountain)
     if args.mixture_family is not None:
         shared["mixture_family"] = args.mixture_family
     if args.whitening_passes is not None:
@@ -655,6 +656,11 @@ def main():
     )
     parser.add_argument("--no-whitening", action="store_true", help="no whitening of the inference space")
     parser.add_argument("--whitening-passes", type=int, default=None, help="whitening passes at init")
+    parser.add_argument(
+        "--probe-fallback-mountain",
+        action="store_true",
+        help="after a round that fell back to the last hyperparameters, ask the new mixture's mountain top first",
+    )
     parser.add_argument(
         "--max-inducing", type=int, default=None, help="cap on inducing points (default: the document's 300 + 2√N_f)"
     )

@@ -310,6 +310,29 @@ def test_after_a_stuck_round_the_first_asks_are_the_probes_then_the_acquisition_
     assert np.min(np.abs(searched - asked(probing, 0))) > 1e-6  # the search does not land on the probe
 
 
+def test_with_probe_fallback_mountain_a_fallen_back_round_asks_its_mountain_top_first(small_state):
+    """After a round that kept the last round's hyperparameters because its new mixture
+    found a mountain (not stuck), `options.probe_fallback_mountain` makes the next `ask` the
+    mountain's top (`probes[0]`) and the one after it the search; without the option both
+    are the search."""
+    probes = small_state.inputs[:2] + 0.5
+    fallen_back = eqx.tree_at(
+        lambda s: (s.probes, s.hyperparameter_source), small_state, (probes, jnp.asarray(_training.LAST_ROUND))
+    )
+    probing = dataclasses.replace(
+        fallen_back, options=dataclasses.replace(small_state.options, probe_fallback_mountain=True)
+    )
+    key = jax.random.key(5)
+
+    def asked(state, num_pending):
+        return np.asarray(svbmc.ask(eqx.tree_at(lambda s: s.num_pending, state, jnp.asarray(num_pending)), key))
+
+    np.testing.assert_allclose(asked(probing, 0), small_state.transform.from_unbounded(probes[0]), rtol=1e-12)
+    for num_pending in (0, 1):  # the search, whatever the option, where no probe is due
+        np.testing.assert_array_equal(asked(fallen_back, num_pending), asked(small_state, num_pending))
+    np.testing.assert_array_equal(asked(probing, 1), asked(small_state, 1))
+
+
 def test_tell_censors_an_evaluation_far_below_at_the_trimming_level(small_state):
     """An active-phase value below y⋆ = max lcb − η enters the rank-1 update as y⋆
     (`_training.training_rows`): telling 10⁴ below and telling y⋆ give the same sparse GP,

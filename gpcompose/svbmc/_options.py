@@ -73,6 +73,10 @@ class SVBMCOptions(eqx.Module):
     # training inputs and at `peak_check_samples` draws of the current mixture
     peak_tolerance_per_dimension: float = eqx.field(static=True, default=1.0)
     peak_check_samples: int = eqx.field(static=True, default=1024)
+    # [ours] after a round whose new mixture found a surrogate mountain and that kept the last
+    # round's hyperparameters (not stuck), the next round's first `ask` is that mountain's top
+    # (after a stuck round both tops are asked regardless; `_workflow.ask`)
+    probe_fallback_mountain: bool = eqx.field(static=True, default=False)
     buildup_steps: int = eqx.field(static=True, default=300)  # [ours] Adam steps per build-up stage
     round_steps: int = eqx.field(static=True, default=100)  # [ours] Adam steps per active round
     learning_rate: float = eqx.field(static=True, default=0.05)  # [ours] Adam, scale-free coordinates

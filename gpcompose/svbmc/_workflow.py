@@ -23,7 +23,7 @@ from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
 from ._options import SVBMCOptions
 from ._state import SVBMCState
 from ._surrogate import Surrogate
-from ._training import Previous, new_point_value_and_noise, retrain, training_rows
+from ._training import LAST_ROUND, Previous, new_point_value_and_noise, retrain, training_rows
 from ._whitening import fit_and_whiten
 
 
@@ -293,10 +293,14 @@ def ask(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
     vmapped multi-start Adam search (SVBMC §3.4), strictly inside the bounds
     (`BoundedTransform.unbounded_limits`) — or, for the first points of a round after a
     retraining that was stuck (every candidate mixture found a surrogate mountain), the
-    tops of those mountains (`_training.retrain`)."""
+    tops of those mountains (`_training.retrain`). With `options.probe_fallback_mountain`, a
+    round that kept the last round's hyperparameters because its new mixture found a mountain
+    (not stuck) is followed by one probe, that mountain's top (`probes[0]`)."""
     count = state.probes.shape[0]
+    fell_back = state.hyperparameter_source == LAST_ROUND
+    num_probes = jnp.where(state.stuck, count, jnp.where(fell_back & state.options.probe_fallback_mountain, 1, 0))
     slot = jnp.minimum(state.num_pending, count - 1)
-    probing = state.stuck & (state.num_pending < count)
+    probing = state.num_pending < num_probes
 
     def probe():  # in u, inside the search's limits
         u_min, u_max = state.transform.bounded.unbounded_limits()
