@@ -4,7 +4,9 @@
 #   1. the versions and devices JAX sees;
 #   2. SVBMC with all $SEEDS seeds as one vmapped program on the GPU (`svbmc_problems.py --vmap-seeds`)
 #      for each problem of $PROBLEMS, results in $OUT/svbmc/<problem>.json, each problem limited to
-#      $SVBMC_TIMEOUT seconds so that a slow one still leaves the others' results;
+#      $SVBMC_TIMEOUT seconds so that a slow one still leaves the others' results; with $SVBMC_FLAGS set
+#      (e.g. "--probe-fallback-mountain") each problem runs a second time with those flags, results in
+#      $OUT/flagged/svbmc/<problem>.json (the same seeds and initial sets: a paired comparison);
 #   3. the SteinGP UCI protocol (`steingp_uci.py`: 5 splits, J = 2, 5, 10, 20, 1000 steps) for each data set of
 #      $STEINGP_DATASETS (none by default; the sets too slow for 2 CPU cores, e.g. "concrete energy
 #      wine_quality_red breast_cancer"), results in $OUT/steingp/steingp_uci_<set>.json (written after every
@@ -39,10 +41,14 @@ import jax, equinox, optimistix, lineax, optax
 print({m.__name__: m.__version__ for m in (jax, equinox, optimistix, lineax, optax)}, jax.devices())"
 
 for problem in $PROBLEMS; do
-    start=$(date +%s)
-    timeout "${SVBMC_TIMEOUT:-300}" python3 benchmarks/svbmc_problems.py --problems "$problem" --seeds "$SEEDS" \
-        --vmap-seeds --data-dir "$DATA_DIR" --output-dir "$OUT" 2>&1 | grep -v "^$problem {" | tail -n 4
-    echo "svbmc $problem: exit ${PIPESTATUS[0]}, $(($(date +%s) - start)) s"
+    for flags in "" ${SVBMC_FLAGS:+"$SVBMC_FLAGS"}; do
+        start=$(date +%s)
+        # shellcheck disable=SC2086  # $flags: several flags, split on purpose
+        timeout "${SVBMC_TIMEOUT:-300}" python3 benchmarks/svbmc_problems.py --problems "$problem" --seeds "$SEEDS" \
+            --vmap-seeds --data-dir "$DATA_DIR" --output-dir "$OUT${flags:+/flagged}" $flags 2>&1 |
+            grep -v "^$problem {" | tail -n 4
+        echo "svbmc $problem ${flags:-(defaults)}: exit ${PIPESTATUS[0]}, $(($(date +%s) - start)) s"
+    done
 done
 
 for dataset in ${STEINGP_DATASETS:-}; do
