@@ -7,7 +7,7 @@ and every hyperparameter, the minibatch expectation by GPJax's Gauss–Hermite i
 N/|B| through `Dataset(n_total=N)`). It starts from the hyperparameters of the other methods
 and keeps what they keep fixed: the inducing inputs Z and the Student-t ν are wrapped in
 `paramax.non_trainable` (a stop-gradient, so Adam's update of them is zero). The minibatches are the
-other methods' (`minibatch`, without replacement).
+other methods' (`minibatch`, uniform with replacement as in GPJax's own `fit`).
 
 For the test metrics, q(v) and the hyperparameters are read back into gpcompose's model, so every
 method is scored by the same predictive code (the whitened parametrisation is the same, u = L_K v;
@@ -80,7 +80,7 @@ def gpjax_svgp_adam(model, Z, X, y, batch_size, learning_rate, minibatch, natura
         family = strong_types(gpjax_model(model, Z))  # so that the jitted step compiles once
         return strong_types(GPJaxState(family, optimizer.init(eqx.filter(family, eqx.is_inexact_array))))
 
-    def step(state, key):
+    def step(state, key, X, y):
         X_batch, y_batch = minibatch(key, X, y, batch_size)
         batch = gpjax.Dataset(X=X_batch, y=y_batch[:, None], n_total=num_data)
         gradient = eqx.filter_grad(lambda family: -gpjax.objectives.elbo(family, batch))(state.family)

@@ -4,8 +4,9 @@ test RMSE (regression) or error rate (classification) against training wall time
 Every method fits the same sparse GP: SE-ARD kernel (variance 1, every lengthscale initialised at
 √(mean pairwise squared distance) of the training inputs, as in the document's code), zero mean,
 M = `--num-inducing` (200) inducing inputs Z from k-means (k-means++ seeding and 20 Lloyd steps;
-the helpers of `gpcompose.svbmc`), Z fixed, minibatches of `--batch-size` (100) drawn uniformly
-without replacement (the same `jax.random.choice` in every method), q over the whitened inducing
+the helpers of `gpcompose.svbmc`), Z fixed, minibatches of `--batch-size` (100) indices drawn
+independently and uniformly (with replacement, as GPJax's `fit` and `gpcompose.aaci.SVI`; the same
+`jax.random.randint` sequence in every method), q over the whitened inducing
 values v (u = L_K v), and Adam (`--learning-rate`, 0.01) on every trainable hyperparameter (kernel
 variance and lengthscales, the likelihood's scale; Student-t ν = 3 is fixed) after each variational update:
 
@@ -134,7 +135,7 @@ def initial_model(X, likelihood_name, key):
 
 
 def minibatch(key, X, y, batch_size):
-    batch = jax.random.choice(key, X.shape[0], (batch_size,), replace=False)
+    batch = jax.random.randint(key, (batch_size,), 0, X.shape[0])  # the indices of `SVI.step`
     return X[batch], y[batch]
 
 
@@ -191,7 +192,7 @@ def svgp_adam(model, Z, X, y, batch_size, learning_rate):
         state = SVGPState(variational, trainable, optimizer_state, jnp.zeros((), Z.dtype), jnp.zeros((), jnp.int32))
         return strong_types(state)
 
-    def step(state, key):
+    def step(state, key, X, y):
         X_batch, y_batch = minibatch(key, X, y, batch_size)
 
         def loss(parameters):
@@ -240,7 +241,7 @@ def svgp_natgrad(model, Z, X, y, batch_size, learning_rate, gamma_start=1e-5, ga
         )
         return strong_types(state)
 
-    def step(state, key):
+    def step(state, key, X, y):
         X_batch, y_batch = minibatch(key, X, y, batch_size)
         current = eqx.combine(state.trainable, rest)
         mean, covariance, _ = moments(state.variational)
@@ -282,7 +283,7 @@ def aaci_svi(model, Z, X, y, batch_size, learning_rate):
     kernel, likelihood, mean = model
     algorithm = SVI(kernel, likelihood, mean, optax.adam(learning_rate), batch_size)
 
-    def step(state, key):
+    def step(state, key, X, y):
         return algorithm.step(state, key, X, y)[0]
 
     def to_natural(state):
@@ -331,15 +332,16 @@ def run_method(name, model, Z, X, y, X_test, y_test, args, num_steps, key):
     init, step, to_natural = BUILDERS[name](model, Z, X, y, args.batch_size, args.learning_rate)
 
     @eqx.filter_jit
-    def advance(state, start, count):
+    def advance(state, start, count, X, y):
+        # the data are arguments, not constants folded into the compiled program
         def body(index, state):
-            return step(state, jax.random.fold_in(key, start + index))
+            return step(state, jax.random.fold_in(key, start + index), X, y)
 
         return jax.lax.fori_loop(0, count, body, state)
 
     state = init()
     compile_start = time.perf_counter()
-    jax.block_until_ready(advance(state, jnp.asarray(0), jnp.asarray(1)))  # compile and warm, result dropped
+    jax.block_until_ready(advance(state, jnp.asarray(0), jnp.asarray(1), X, y))  # compile and warm, result dropped
     compile_seconds = time.perf_counter() - compile_start
 
     def evaluate(state):
@@ -352,7 +354,7 @@ def run_method(name, model, Z, X, y, X_test, y_test, args, num_steps, key):
     elapsed, done = 0.0, 0
     for target in checkpoints(num_steps):
         start = time.perf_counter()
-        state = advance(state, jnp.asarray(done), jnp.asarray(target - done))
+        state = advance(state, jnp.asarray(done), jnp.asarray(target - done), X, y)
         jax.block_until_ready(state)
         elapsed += time.perf_counter() - start
         done = target
