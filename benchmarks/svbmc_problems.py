@@ -288,8 +288,13 @@ def run_settings(args):
     `--max-inducing M` raises the cap on inducing points above the document's 300 + 2√N_f, and
     `--no-whitening` turns the whitening of the inference space off, `--whitening-passes P`
     sets the number of whitening passes at init (default: the library's), and
-    `--probe-fallback-mountain` sets `SVBMCOptions.probe_fallback_mountain`."""
-    shared = dict(whitening=not args.no_whitening, probe_fallback_mountain=args.probe_fallback_mountain)
+    `--probe-fallback-mountain` sets `SVBMCOptions.probe_fallback_mountain` and
+    `--fallback-max-elbo-gain G` sets `SVBMCOptions.fallback_max_elbo_gain`."""
+    shared = dict(
+        whitening=not args.no_whitening,
+        probe_fallback_mountain=args.probe_fallback_mountain,
+        fallback_max_elbo_gain=args.fallback_max_elbo_gain,
+    )
     if args.mixture_family is not None:
         shared["mixture_family"] = args.mixture_family
     if args.whitening_passes is not None:
@@ -660,6 +665,12 @@ def main():
         "--probe-fallback-mountain",
         action="store_true",
         help="after a round that fell back to the last hyperparameters, ask the new mixture's mountain top first",
+    )
+    parser.add_argument(
+        "--fallback-max-elbo-gain",
+        type=float,
+        default=None,
+        help="reject a fallback round's re-optimised mixture whose ELBO gains more than this many nats",
     )
     parser.add_argument(
         "--max-inducing", type=int, default=None, help="cap on inducing points (default: the document's 300 + 2√N_f)"

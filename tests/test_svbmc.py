@@ -507,6 +507,35 @@ def test_the_sd_thresholds_must_be_finite(name):
         svbmc.SVBMCOptions(**{name: float("nan")})
 
 
+def test_a_fallback_round_rejects_a_moved_mixture_that_peaks_or_gains_more_than_the_limit():
+    """`rejects_moved_mixture`: without `fallback_max_elbo_gain` only the peak check counts;
+    with g = 2 a mixture whose ELBO exceeds the better of the last two by more than 2 nats is
+    rejected as well, one that gains 2 or less is kept unless it peaks."""
+    best_last = jnp.asarray(-10.0)
+    gain = dataclasses.replace(SMALL, fallback_max_elbo_gain=2.0)
+    for peaked in (False, True):
+        for moved_elbo in (-20.0, -8.0, -7.9, 5.0):
+            rejected = _training.rejects_moved_mixture(jnp.asarray(peaked), jnp.asarray(moved_elbo), best_last, gain)
+            assert bool(rejected) == (peaked or moved_elbo > -8.0)
+            assert bool(_training.rejects_moved_mixture(jnp.asarray(peaked), None, best_last, SMALL)) == peaked
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="`fallback_max_elbo_gain` must be None or a finite number"):
+            svbmc.SVBMCOptions(fallback_max_elbo_gain=bad)
+
+
+def test_with_the_elbo_gain_limit_a_stuck_round_is_unchanged(small_state):
+    """`retrain` with `fallback_max_elbo_gain` set scores the re-optimised mixture too; where
+    it peaks anyway (the ceiling far below the data) the round is the same stuck round."""
+    limited = dataclasses.replace(
+        small_state, options=dataclasses.replace(small_state.options, fallback_max_elbo_gain=2.0)
+    )
+    fit, _ = stuck_retraining(limited, small_state.mixture, small_state.mixture)
+    reference, _ = stuck_retraining(small_state, small_state.mixture, small_state.mixture)
+    assert bool(fit.stuck)
+    assert_trees_equal(fit.mixture, reference.mixture)
+    np.testing.assert_array_equal(fit.probes, reference.probes)
+
+
 def test_run_vmapped_over_seeds_equals_single_fits():
     """A whole run vmapped over 4 seeds equals 4 single `fit`s: `init` with its whitening
     pass and the active rounds (`run`, traced target), on the correlated target with the

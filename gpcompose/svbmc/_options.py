@@ -77,6 +77,11 @@ class SVBMCOptions(eqx.Module):
     # round's hyperparameters (not stuck), the next round's first `ask` is that mountain's top
     # (after a stuck round both tops are asked regardless; `_workflow.ask`)
     probe_fallback_mountain: bool = eqx.field(static=True, default=False)
+    # [ours] in a round that kept the last round's hyperparameters, the last mixture re-optimised
+    # on them is also rejected (as if it peaked: the better of the last two stays, the next round
+    # probes) when its ELBO exceeds the better of the last two's, on the same sparse GP, by more
+    # than this many nats; None: only the peak check (`_training.rejects_moved_mixture`)
+    fallback_max_elbo_gain: float | None = eqx.field(static=True, default=None)
     buildup_steps: int = eqx.field(static=True, default=300)  # [ours] Adam steps per build-up stage
     round_steps: int = eqx.field(static=True, default=100)  # [ours] Adam steps per active round
     learning_rate: float = eqx.field(static=True, default=0.05)  # [ours] Adam, scale-free coordinates
@@ -112,6 +117,9 @@ class SVBMCOptions(eqx.Module):
         for name in ("whitening_max_elbo_drop", "family_min_elbo_gain"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"`{name}` must be finite (a number of BQ sds), got {getattr(self, name)}.")
+        gain = self.fallback_max_elbo_gain
+        if gain is not None and not (math.isfinite(gain) and gain >= 0):
+            raise ValueError(f"`fallback_max_elbo_gain` must be None or a finite number of nats ≥ 0, got {gain}.")
         if self.mixture_family not in ("auto", "axis", "rotated"):
             raise ValueError(f"`mixture_family` must be 'auto', 'axis' or 'rotated', got {self.mixture_family!r}.")
         if self.acquisition not in ("auto", "uncertainty", "imiqr"):

@@ -121,6 +121,25 @@ def peak_check(
     return PeakCheck(jnp.max(mean) > ceiling, draws[jnp.argmax(mean)])
 
 
+def rejects_moved_mixture(
+    peaked: Bool[Array, ""],
+    moved_elbo: Float[Array, ""] | None,
+    best_last_elbo: Float[Array, ""],
+    options: SVBMCOptions,
+) -> Bool[Array, ""]:
+    """Whether a round that fell back to the last hyperparameters rejects the last mixture
+    re-optimised on them (`retrain`'s `fall_back`): when its draws find the mean above the
+    ceiling, or, with `options.fallback_max_elbo_gain` = g set, when its ELBO exceeds the better
+    of the last two mixtures' on the same sparse GP by more than g [ours]. The hyperparameters
+    are the last round's and only the round's new points changed the surrogate, so a large gain
+    is a broad overestimate that no draw lifts above the ceiling: on Lotka–Volterra CMA-ES-5k
+    seed 4 such rounds kept mixtures 5–10 nats above log Z with BQ sd 3.5–8.5 (final ΔLML 4.8),
+    and on seed 5 with `probe_fallback_mountain` 15–18 above (`benchmarks/README.md`)."""
+    if options.fallback_max_elbo_gain is None:
+        return peaked
+    return peaked | (moved_elbo > best_last_elbo + options.fallback_max_elbo_gain)
+
+
 class Previous(NamedTuple):
     """What an active-phase `retrain` starts from: the state's surrogate hyperparameters
     and mixture, and the mixture before that one (`SVBMCState.earlier_mixture`)."""
@@ -399,10 +418,10 @@ def retrain(
             )
             last_two_elbos, _ = jax.vmap(scored(last_posterior))(last_two)
             better = jnp.argmax(last_two_elbos)
-            kept = jax.tree_util.tree_map(
-                lambda two, moved: jnp.where(moved_check.peaked, two[better], moved), last_two, moved
-            )
-            return last_posterior, kept, jnp.stack([top, moved_check.top]), moved_check.peaked
+            moved_elbo = None if options.fallback_max_elbo_gain is None else score(last_posterior)(moved)
+            rejected = rejects_moved_mixture(moved_check.peaked, moved_elbo, jnp.max(last_two_elbos), options)
+            kept = jax.tree_util.tree_map(lambda two, moved: jnp.where(rejected, two[better], moved), last_two, moved)
+            return last_posterior, kept, jnp.stack([top, moved_check.top]), rejected
 
         def accept(posterior, mixture, top):
             return posterior, mixture, no_probes, jnp.asarray(False)
