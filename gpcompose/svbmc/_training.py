@@ -157,7 +157,9 @@ LAST_ROUND = 2  # the new mixture found a mountain: the last round's hyperparame
 
 class Retraining(NamedTuple):
     """`retrain`'s output. `stuck`: the round kept one of the last two mixtures because every
-    candidate peaked; `probes` are then the next round's first `ask`s (`_workflow.ask`).
+    candidate peaked (or, with `options.fallback_max_elbo_gain`, the re-optimised last mixture
+    gained too much: `rejects_moved_mixture`); `probes` are then the next round's first `ask`s
+    (`_workflow.ask`).
     `hyperparameter_source`: `FITTED`, `UNFITTED_START` or `LAST_ROUND` (a diagnostic: a run
     whose rounds never fit leaves its surrogate as `init` made it)."""
 
