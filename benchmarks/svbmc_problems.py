@@ -365,7 +365,7 @@ def surrogate_diagnosis(problem: Problem, reference_key, num_reference=3000):
     log_density = jax.vmap(problem.log_density)(draws)
 
     def diagnose(state):
-        samples = svbmc.result(state).posterior.sample(jax.random.key(0), reference.shape[0])
+        samples = last_round_result(state).posterior.sample(jax.random.key(0), reference.shape[0])
         inputs = state.transform.to_unbounded(draws)
         mean, variance = sparse.predict(state.posterior, inputs)
         error = mean - (log_density + state.transform.log_abs_det_jacobian(inputs))
@@ -400,6 +400,29 @@ def outcome_metrics(problem: Problem, result, sample_key, reference_key, num_met
         "num_components": int(np.sum(np.asarray(getattr(result.posterior, "mixture", result.posterior).mask))),
         "num_failed": result.num_failed,
         "whitened": not bool(np.allclose(np.asarray(result.transform.factor), np.eye(samples.shape[1]))),
+    }
+
+
+def last_round_result(state):
+    """`svbmc.result` of the state's last round, whatever round the result reports
+    (`SVBMCOptions.report_sd_tolerance` = None: the document's report)."""
+    options = dataclasses.replace(state.options, report_sd_tolerance=None)
+    return svbmc.result(dataclasses.replace(state, options=options))
+
+
+def final_outcome(problem: Problem, state, sample_key, reference_key, num_metric_samples):
+    """`outcome_metrics` of the run's result, the active-phase evaluations of the round it
+    reports, and the last round's ELBO and metrics (the same unless that round's BQ sd
+    exceeded `SVBMCOptions.report_sd_tolerance`)."""
+    result = svbmc.result(state)
+    outcome = outcome_metrics(problem, result, sample_key, reference_key, num_metric_samples)
+    last = outcome
+    if int(result.reported_evaluations) != int(state.num_evaluations):
+        last = outcome_metrics(problem, last_round_result(state), sample_key, reference_key, num_metric_samples)
+    return {
+        **outcome,
+        "reported_evaluations": int(result.reported_evaluations),
+        **{f"last_round_{name}": last[name] for name in ("elbo", "elbo_sd", "delta_lml", "mmtv", "gskl")},
     }
 
 
@@ -465,7 +488,7 @@ def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, b
         "initial_best": float(np.max(np.where(np.isfinite(y), y, -np.inf))),
         "initial_set_fingerprint": initial_set_fingerprint(X, y),
         "cpu": cpu_model(),
-        **outcome_metrics(problem, result, sample_key, reference_key, num_metric_samples),
+        **final_outcome(problem, final[0], sample_key, reference_key, num_metric_samples),
         **{f"after_init_{name}": before[name] for name in ("elbo", "delta_lml", "mmtv", "gskl", "num_components")},
         "mixture_family": family_of(init_state.mixture),
         "whitening_pass": int(init_state.whitening_pass),
@@ -517,7 +540,6 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
     outcomes = []
     for index, seed in enumerate(seeds):
         state = jax.tree_util.tree_map(lambda leaf: leaf[index] if eqx.is_array(leaf) else leaf, states)
-        result = svbmc.result(state)
         outcomes.append(
             {
                 "seed": seed,
@@ -525,7 +547,7 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
                 "initial_best": float(jnp.max(jnp.where(jnp.isfinite(y[index]), y[index], -jnp.inf))),
                 "initial_set_fingerprint": initial_set_fingerprint(X[index], y[index]),
                 "cpu": cpu_model(),
-                **outcome_metrics(problem, result, keys[index][2], keys[index][3], num_metric_samples),
+                **final_outcome(problem, state, keys[index][2], keys[index][3], num_metric_samples),
                 "mixture_family": family_of(state.mixture),
                 "whitening_pass": int(state.whitening_pass),
                 "vmapped_seeds": len(seeds),

@@ -19,6 +19,7 @@ from gpcompose.acquisition import log_expected_interquantile_range, log_sinh
 from gpcompose.benchmarks.metrics import gskl
 from gpcompose.svbmc import _surrogate, _training
 from gpcompose.svbmc._refit import condition_on_selected
+from gpcompose.svbmc._report import record_round
 
 from .svbmc_targets import (
     BATCH,
@@ -534,6 +535,38 @@ def test_with_the_elbo_gain_limit_a_stuck_round_is_unchanged(small_state):
     assert bool(fit.stuck)
     assert_trees_equal(fit.mixture, reference.mixture)
     np.testing.assert_array_equal(fit.probes, reference.probes)
+
+
+def test_each_round_is_recorded_and_the_result_reports_the_round_the_rule_picks(small_state):
+    """`tell` records every retraining in `state.history`; `svbmc.result` takes the mixture,
+    ELBO and sd of the round `_report.reported_slot` picks and the last round's surrogate.
+    With two more rounds recorded by hand, the last with BQ sd 1 (unsettled), the result
+    reports the one before it (ELBO − 5 sd higher); with `report_sd_tolerance=None`, the last."""
+    state = small_state
+    for key in jax.random.split(jax.random.key(12), BATCH):
+        x = svbmc.ask(state, key)
+        state = svbmc.tell(state, x, float(gaussian_log_density(x)))
+    history = state.history
+    slot = 1 % history.capacity
+    assert int(history.num_rounds) == 2 and int(history.rounds[slot]) == 1 and int(history.evaluations[slot]) == BATCH
+    assert float(history.elbos[slot]) == float(state.elbo) and float(history.elbo_sds[slot]) == float(state.elbo_sd)
+    assert_trees_equal(jax.tree_util.tree_map(lambda stack: stack[slot], history.mixtures), state.mixture)
+
+    moved = eqx.tree_at(lambda mixture: mixture.means, state.mixture, state.mixture.means + 1.0)
+    evaluations = jnp.asarray(BATCH, jnp.int32)
+    history = record_round(history, moved, state.elbo + 0.1, jnp.asarray(0.01), 2 * evaluations)
+    history = record_round(history, state.mixture, state.elbo + 5.0, jnp.asarray(1.0), 3 * evaluations)
+    later = dataclasses.replace(state, history=history)
+    result = svbmc.result(later)
+    np.testing.assert_allclose(result.elbo, state.elbo + 0.1)
+    assert float(result.elbo_sd) == 0.01 and int(result.reported_evaluations) == 2 * BATCH
+    transform = state.transform
+    np.testing.assert_allclose(result.posterior.means, moved.affine_image(transform.shift, transform.factor).means)
+    assert_trees_equal(result.surrogate, state.posterior)
+    document = dataclasses.replace(later, options=dataclasses.replace(state.options, report_sd_tolerance=None))
+    last = svbmc.result(document)
+    np.testing.assert_allclose(last.elbo, state.elbo + 5.0)
+    assert int(last.reported_evaluations) == 3 * BATCH
 
 
 def test_run_vmapped_over_seeds_equals_single_fits():

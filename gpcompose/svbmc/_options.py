@@ -82,6 +82,13 @@ class SVBMCOptions(eqx.Module):
     # probes) when its ELBO exceeds the better of the last two's, on the same sparse GP, by more
     # than this many nats; None: only the peak check (`_training.rejects_moved_mixture`)
     fallback_max_elbo_gain: float | None = eqx.field(static=True, default=None)
+    # [VBMC's final choice, `_report.reported_slot`] the result reports the last round if its
+    # ELBO's BQ sd is at most `report_sd_tolerance` (VBMC's TolSD), else the round of the last
+    # `report_window_fraction` of rounds (FracBack) with the highest ELBO − `report_safe_sd`·sd
+    # (SafeSD); None: always the last round (the document's report)
+    report_sd_tolerance: float | None = eqx.field(static=True, default=0.1)
+    report_safe_sd: float = eqx.field(static=True, default=5.0)
+    report_window_fraction: float = eqx.field(static=True, default=0.25)
     buildup_steps: int = eqx.field(static=True, default=300)  # [ours] Adam steps per build-up stage
     round_steps: int = eqx.field(static=True, default=100)  # [ours] Adam steps per active round
     learning_rate: float = eqx.field(static=True, default=0.05)  # [ours] Adam, scale-free coordinates
@@ -120,6 +127,13 @@ class SVBMCOptions(eqx.Module):
         gain = self.fallback_max_elbo_gain
         if gain is not None and not (math.isfinite(gain) and gain >= 0):
             raise ValueError(f"`fallback_max_elbo_gain` must be None or a finite number of nats ≥ 0, got {gain}.")
+        tolerance = self.report_sd_tolerance
+        if tolerance is not None and not (math.isfinite(tolerance) and tolerance >= 0):
+            raise ValueError(f"`report_sd_tolerance` must be None or a finite sd ≥ 0, got {tolerance}.")
+        if not (math.isfinite(self.report_safe_sd) and self.report_safe_sd >= 0):
+            raise ValueError(f"`report_safe_sd` must be a finite number of sds ≥ 0, got {self.report_safe_sd}.")
+        if not 0 < self.report_window_fraction <= 1:
+            raise ValueError(f"`report_window_fraction` must be in (0, 1], got {self.report_window_fraction}.")
         if self.mixture_family not in ("auto", "axis", "rotated"):
             raise ValueError(f"`mixture_family` must be 'auto', 'axis' or 'rotated', got {self.mixture_family!r}.")
         if self.acquisition not in ("auto", "uncertainty", "imiqr"):

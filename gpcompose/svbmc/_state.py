@@ -6,6 +6,7 @@ from ..mixtures import VBMCMixture
 from ..sparse import SparsePosterior
 from ..transforms import WhitenedTransform
 from ._options import SVBMCOptions
+from ._report import RoundHistory
 
 
 class SVBMCState(AbstractBufferState):
@@ -45,6 +46,8 @@ class SVBMCState(AbstractBufferState):
     # where the last retraining's hyperparameters came from: `_training.FITTED` (0),
     # `UNFITTED_START` (1: every SGPR fit peaked) or `LAST_ROUND` (2: the new mixture found a mountain)
     hyperparameter_source: Int[Array, ""]
+    # the last rounds' mixtures and ELBOs, from which `result` picks the round to report (`_report.py`)
+    history: RoundHistory
     key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
     options: SVBMCOptions = eqx.field(static=True)
     noisy: bool = eqx.field(static=True)

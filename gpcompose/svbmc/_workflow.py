@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
 from .._black_box import call_black_box
@@ -21,6 +21,7 @@ from ..acquisition import (
 )
 from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
 from ._options import SVBMCOptions
+from ._report import record_round, reported_slot, start_history
 from ._state import SVBMCState
 from ._surrogate import Surrogate
 from ._training import LAST_ROUND, Previous, new_point_value_and_noise, retrain, training_rows
@@ -35,6 +36,9 @@ class SVBMCResult(eqx.Module):
       under w ↦ m + L w, in the rotated family), else its push-forward
       `TransformedMixture`; both have `.sample(key, n)` and `.log_prob(x)`.
     - `elbo`, `elbo_sd`: the ELBO (estimate of log Z) and its Bayesian-quadrature sd.
+    - `reported_evaluations`: the active-phase evaluations of the round whose mixture and ELBO
+      these are: the last round's, unless its BQ sd exceeds `options.report_sd_tolerance`
+      (then the recent round with the highest ELBO − `report_safe_sd`·sd, `_report.py`).
     - `surrogate`: the final sparse GP (in the inference space: unbounded, and whitened
       when `transform` holds a whitening); `transform`: x ↦ that space.
     - `X`, `y`: every successful evaluation (initial and new) in the original space;
@@ -44,6 +48,7 @@ class SVBMCResult(eqx.Module):
     posterior: eqx.Module
     elbo: Float[Array, ""]
     elbo_sd: Float[Array, ""]
+    reported_evaluations: Int[Array, ""]
     surrogate: sparse.SparsePosterior
     transform: WhitenedTransform
     X: Float[Array, "N D"]
@@ -218,6 +223,7 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         probes=fit.probes,
         stuck=fit.stuck,
         hyperparameter_source=fit.hyperparameter_source,
+        history=start_history(fit.mixture, fit.elbo, fit.elbo_sd, options),
         key_data=jax.random.key_data(run_key),
         options=options,
         noisy=noisy,
@@ -390,6 +396,7 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
             s.probes,
             s.stuck,
             s.hyperparameter_source,
+            s.history,
             s.key_data,
             s.num_pending,
         ),
@@ -405,6 +412,7 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
             fit.probes,
             fit.stuck,
             fit.hyperparameter_source,
+            record_round(state.history, fit.mixture, fit.elbo, fit.elbo_sd, state.num_evaluations),
             jax.random.key_data(key),
             jnp.zeros_like(state.num_pending),
         ),
@@ -466,11 +474,16 @@ def run(log_density: Callable, state: SVBMCState, key: PRNGKeyArray) -> SVBMCSta
 
 
 def result(state: SVBMCState) -> SVBMCResult:
-    """The `SVBMCResult` of a (finished or unfinished) run; for one run, not a batch."""
+    """The `SVBMCResult` of a (finished or unfinished) run; for one run, not a batch. Its
+    mixture and ELBO are those of the round `_report.reported_slot` picks (the last, unless
+    its ELBO is still uncertain); its surrogate is always the last round's."""
     transform = state.transform
     bounded = bool(np.any(np.isfinite(np.asarray(transform.lower))) or np.any(np.isfinite(np.asarray(transform.upper))))
-    whitened = state.options.whitening
-    mixture = state.mixture.affine_image(transform.shift, transform.factor) if whitened else state.mixture
+    history = state.history
+    slot = reported_slot(history, state.options)
+    mixture = jax.tree_util.tree_map(lambda stack: stack[slot], history.mixtures)
+    if state.options.whitening:
+        mixture = mixture.affine_image(transform.shift, transform.factor)
     posterior = TransformedMixture(mixture, transform.bounded) if bounded else mixture
     succeeded = np.asarray(state.succeeded)
     inputs = np.asarray(state.inputs)[succeeded]
@@ -479,7 +492,17 @@ def result(state: SVBMCState) -> SVBMCResult:
     y = jnp.asarray(np.asarray(state.log_densities)[succeeded]) - transform.log_abs_det_jacobian(u)
     active_phase = np.arange(succeeded.shape[0]) >= int(state.num_initial)
     num_failed = int(np.sum(np.asarray(state.evaluated) & ~succeeded & active_phase))
-    return SVBMCResult(posterior, state.elbo, state.elbo_sd, state.posterior, transform, X, y, num_failed)
+    return SVBMCResult(
+        posterior,
+        history.elbos[slot],
+        history.elbo_sds[slot],
+        history.evaluations[slot],
+        state.posterior,
+        transform,
+        X,
+        y,
+        num_failed,
+    )
 
 
 def _call_safely(log_density, x, noisy):
