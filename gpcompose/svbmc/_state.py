@@ -46,7 +46,9 @@ class SVBMCState(AbstractBufferState):
     # where the last retraining's hyperparameters came from: `_training.FITTED` (0),
     # `UNFITTED_START` (1: every SGPR fit peaked) or `LAST_ROUND` (2: the new mixture found a mountain)
     hyperparameter_source: Int[Array, ""]
-    # the last rounds' mixtures and ELBOs, from which `result` picks the round to report (`_report.py`)
+    # the last rounds' mixtures and ELBOs, from which `result` picks the round to report (`_report.py`).
+    # Its newest slot repeats `mixture`, `elbo` and `elbo_sd`. Those stay fields, not properties that
+    # index the ring: on a batch of states (after `vmap`) each run's newest slot differs.
     history: RoundHistory
     key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
     options: SVBMCOptions = eqx.field(static=True)
