@@ -16,7 +16,7 @@
 #      search defaults, bounds exact and misspecified by η² = 0.3, 0.5, 1) for each function of $BES_FUNCTIONS
 #      (none by default; e.g. "forrester branin rosenbrock mccormick hartmann3 alpine1 gsobol"), results in
 #      $OUT/bes/bes_regret_grid.json (rewritten after every cell), each function limited to $BES_TIMEOUT seconds;
-#   5. float64 numerics test files on the GPU ($TESTS), limited to $TEST_TIMEOUT seconds.
+#   5. float64 numerics test files on the GPU ($TESTS; none: skipped), limited to $TEST_TIMEOUT seconds.
 # Measured on an H200 (2026-11-26): two moons 53 s compile + 43 s run for 20 seeds, Rosenbrock 50 + 79 s;
 # the three test files below did not finish in 200 s with -n 6 (compilation-bound), so they run last.
 #
@@ -26,6 +26,9 @@
 #   echo /.device_data/ >> .git/info/exclude
 # then call the device tool with carry=[".device_data"] and
 #   PROBLEMS="lotka_volterra_cmaes timing rosenbrock_truncated" bash benchmarks/device_check.sh
+# The rows issue 4 still lacks on 20 seeds (2026-12-01): timing_noisy (N_f = 900, n_active = 25; its noise is traced
+# in since then), rosenbrock_truncated and lotka_volterra_mcmc; a device call lasts at most 10 minutes, so one
+# problem a call, e.g.  PROBLEMS=timing_noisy SVBMC_TIMEOUT=540 TESTS=none bash benchmarks/device_check.sh
 # Usage (device tool, where OUT is set):  bash benchmarks/device_check.sh
 set -u
 export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
@@ -70,6 +73,8 @@ for function in ${BES_FUNCTIONS:-}; do
     echo "bes_regret $function: exit ${PIPESTATUS[0]}, $(($(date +%s) - start)) s"
 done
 
-# one process per file, no preallocation: several processes share the GPU's memory
-XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${TEST_TIMEOUT:-120}" python3 -m pytest -q -rf -p no:cacheprovider \
-    -p no:benchmark -n 3 $TESTS 2>&1 | tail -n 8
+# one process per file, no preallocation: several processes share the GPU's memory; TESTS=none skips this step
+if [ "$TESTS" != none ]; then
+    XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${TEST_TIMEOUT:-120}" python3 -m pytest -q -rf -p no:cacheprovider \
+        -p no:benchmark -n 3 $TESTS 2>&1 | tail -n 8
+fi

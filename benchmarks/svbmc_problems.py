@@ -28,7 +28,10 @@ Problems (`--problems`, comma-separated; `make_problem` builds each):
   saturated box edge: on seed 0 the best of 5000 points was 46 below the mode).
 - `timing_noisy`: the same with Gaussian noise of sd σ_obs = 5 added to every value
   (initial and active; SVBMC is told the sd), N_f = 900, n_active = 25. The CMA-ES runs
-  see the exact values (the document ran CMA-ES with noise handling on noisy values).
+  see the exact values (the document ran CMA-ES with noise handling on noisy values). The
+  active phase's noise is a traceable function of the point (`NoisyTarget`), so that
+  `--vmap-seeds` runs it too (since 2026-12-01; before, a NumPy generator drew it in
+  sequential runs only).
 Ground truth: exact reference samples (two moons, Rosenbrock); the NUTS reference run of
 `reference_lotka_volterra.py` (log Z −146.6847 ± 0.0005); for timing `Post` of the data file
 (log Z −3859.868, moments, marginals; our importance sampling gives −3859.976 ± 0.003,
@@ -315,14 +318,53 @@ def bootstrap_median(values, num_resamples=10_000, seed=0):
     return float(np.median(values)), float(np.quantile(medians, 0.025)), float(np.quantile(medians, 0.975))
 
 
+class NoisyTarget(eqx.Module):
+    """x ↦ (log p(x) + σ ε, σ), ε ~ N(0, 1) drawn with `key` folded with the bits of x: the noise
+    is a traceable function of the point, which `run_seed` calls from Python and
+    `run_seeds_vmapped` traces into one program per batch of seeds; independent between distinct
+    points, repeated only for a point asked twice to the last bit (which the continuous
+    acquisition search does not do). The two modes' points differ by rounding, which redraws the
+    noise, so a vmapped noisy run is another draw of the protocol, not the sequential run. A
+    module, so that `svbmc.run`'s `filter_jit` sees the key as an array, batched over seeds."""
+
+    log_density: Callable
+    noise_sd: float
+    key: jax.Array
+
+    def __call__(self, x):
+        key = self.key
+        for word in jax.lax.bitcast_convert_type(x, jnp.uint32).ravel():  # 2D words for float64, static
+            key = jax.random.fold_in(key, word)
+        value = self.log_density(x) + self.noise_sd * jax.random.normal(key, (), x.dtype)
+        return value, jnp.asarray(self.noise_sd, x.dtype)
+
+
+def observed_target(problem: Problem, noise_key):
+    """The target as one JAX function: `problem.log_density` for exact problems, its
+    `NoisyTarget` with `noise_key` for noisy ones."""
+    if problem.noise_sd is None:
+        return problem.log_density
+    return NoisyTarget(problem.log_density, problem.noise_sd, noise_key)
+
+
+def noise_key(data_key):
+    """The key of a seed's active-phase observation noise (`observed_target`); its initial
+    set's noise is drawn inside `Problem.initial_set(data_key)`."""
+    return jax.random.fold_in(data_key, 1)
+
+
 def noisy_black_box(problem: Problem, seed: int):
     """The target as `svbmc.fit` calls it: a NumPy point to a float, or to (value, sd) with
-    fresh Gaussian noise of sd `problem.noise_sd` for noisy problems."""
-    log_density = eqx.filter_jit(problem.log_density)
+    the noise of `observed_target` for noisy problems."""
+    target = eqx.filter_jit(observed_target(problem, noise_key(seed_keys(seed)[0])))
     if problem.noise_sd is None:
-        return lambda x: float(log_density(jnp.asarray(x)))
-    rng = np.random.default_rng(seed)
-    return lambda x: (float(log_density(jnp.asarray(x))) + problem.noise_sd * rng.normal(), problem.noise_sd)
+        return lambda x: float(target(jnp.asarray(x)))
+
+    def evaluate(x):
+        value, sd = target(jnp.asarray(x))
+        return float(value), float(sd)
+
+    return evaluate
 
 
 HYPERPARAMETER_SOURCES = {
@@ -516,26 +558,27 @@ def active_below_trim_level(state) -> int:
 
 def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budget=None, batch_size=None):
     """All `seeds` as one program: `jax.jit(jax.vmap(init + svbmc.run))` over the seeds' initial
-    sets and keys, the target traced into it (exact targets only), with the keys of `run_seed`'s
-    `init` and `fit`, so each seed's run is the sequential one to rounding (which an unstable
-    init can amplify, block "seed 2's init is decided by rounding" of benchmarks/README.md). The outcomes carry the
+    sets and keys, the target traced into it (`observed_target`: noisy targets too), with the keys
+    of `run_seed`'s `init`, `fit` and observation noise, so each exact seed's run is the sequential
+    one to rounding (which an unstable init can amplify, block "seed 2's init is decided by
+    rounding" of benchmarks/README.md; a noisy seed's is another draw, `NoisyTarget`). The outcomes carry the
     batch's compile and run seconds (`batch_compile_seconds`, `batch_run_seconds`, for all
     seeds together) instead of per-seed times."""
-    if problem.noise_sd is not None:
-        raise ValueError("--vmap-seeds needs an exact target: a noisy one draws its noise on the host")
     keys = [seed_keys(seed) for seed in seeds]
-    X, y = jax.vmap(problem.initial_set)(jnp.stack([k[0] for k in keys]))  # unusable rows: masked by init
+    data_keys = jnp.stack([k[0] for k in keys])
+    X, y = jax.vmap(problem.initial_set)(data_keys)  # unusable rows: masked by init
 
-    def whole_run(X, y, key):
+    def whole_run(X, y, key, data_key):
         state = initialise(problem, X, y, key, options, budget, batch_size)
-        return svbmc.run(problem.log_density, state, jax.random.split(key)[1])  # `fit`'s loop key
+        target = observed_target(problem, noise_key(data_key))
+        return svbmc.run(target, state, jax.random.split(key)[1])  # `fit`'s loop key
 
     fit_keys = jnp.stack([k[1] for k in keys])
     start = time.perf_counter()
-    compiled = jax.jit(jax.vmap(whole_run)).lower(X, y, fit_keys).compile()
+    compiled = jax.jit(jax.vmap(whole_run)).lower(X, y, fit_keys, data_keys).compile()
     compile_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    states = jax.block_until_ready(compiled(X, y, fit_keys))
+    states = jax.block_until_ready(compiled(X, y, fit_keys, data_keys))
     run_seconds = time.perf_counter() - start
     outcomes = []
     for index, seed in enumerate(seeds):
@@ -700,7 +743,7 @@ def main():
     parser.add_argument(
         "--vmap-seeds",
         action="store_true",
-        help="run all seeds as one vmapped, compiled program with the target traced in (exact targets)",
+        help="run all seeds as one vmapped, compiled program with the target (and its noise) traced in",
     )
     parser.add_argument(
         "--trace",
