@@ -1,6 +1,7 @@
 """gpcompose: composable, pure-JAX transforms for Gaussian-process inference."""
 
 from . import aaci as aaci
+from . import active_learning as active_learning
 from . import acquisition as acquisition
 from . import bo as bo
 from . import boosting as boosting
@@ -24,6 +25,11 @@ from ._errors import RESULTS as RESULTS
 from ._maximise import MaximiseResult as MaximiseResult
 from ._maximise import maximise as maximise
 from ._run import run as run
+from ._unstack import unstack as unstack
+from .active_learning import Checkpoint as Checkpoint
+from .active_learning import load_checkpoint as load_checkpoint
+from .active_learning import run_black_box as run_black_box
+from .active_learning import run_traceable as run_traceable
 from .quadrature import elbo as elbo
 
 __version__ = "0.1.0"

@@ -1,0 +1,204 @@
+"""The shared active-learning layer on a toy learner: the buffer, the update key, both
+drivers, checkpoints (save, interrupt, resume, refusal) and reading a vmapped batch."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gpcompose
+from gpcompose.active_learning import (
+    AbstractActiveLearner,
+    Checkpoint,
+    Evaluations,
+    load_checkpoint,
+    read_checkpoint_header,
+    require_single_run,
+    run_black_box,
+    run_traceable,
+    save_checkpoint,
+    update_key,
+)
+
+
+class ToyState(eqx.Module):
+    evaluations: Evaluations
+    centre: jax.Array  # refitted at the end of each round: the mean of the successful values' inputs
+    num_updates: jax.Array
+    noise: jax.Array  # a random draw of every update, to see the update key
+
+
+class ToyInfo(eqx.Module):
+    centre: jax.Array
+
+
+class ToyLearner(AbstractActiveLearner[ToyState]):
+    """Asks uniformly around its centre; every `batch` evaluations the centre moves to the
+    best successful input so far."""
+
+    batch: int = eqx.field(static=True, default=3)
+    spread: float = 0.5
+
+    @property
+    def round_size(self) -> int:
+        return self.batch
+
+    def init(self, X, y, *, budget):
+        X = jnp.asarray(X)
+        y = jnp.asarray(y, X.dtype)
+        evaluations = Evaluations.start(X, y, jnp.ones_like(y), jnp.isfinite(y), budget)
+        return ToyState(evaluations, jnp.zeros(X.shape[1], X.dtype), jnp.zeros((), jnp.int32), jnp.zeros((), X.dtype))
+
+    @eqx.filter_jit
+    def ask(self, state, key):
+        step = self.spread * jax.random.normal(key, state.centre.shape, state.centre.dtype)
+        return state.centre + step, jnp.linalg.norm(step)
+
+    def record(self, state, x, y, noise_sd):
+        dtype = state.evaluations.values.dtype
+        x, y = jnp.asarray(x, dtype), jnp.asarray(y, dtype)
+        good = jnp.isfinite(y) & jnp.all(jnp.isfinite(x))
+        evaluations = state.evaluations.record(
+            jnp.where(good, x, 0.0), jnp.where(good, y, 0.0), jnp.ones((), dtype), good
+        )
+        return eqx.tree_at(lambda s: s.evaluations, state, evaluations), good
+
+    def update(self, state, key):
+        ev = state.evaluations
+        best = jnp.argmax(jnp.where(ev.succeeded, ev.values, -jnp.inf))
+        centre = ev.inputs[best]
+        noise = jax.random.normal(key, (), ev.values.dtype)
+        state = ToyState(ev, centre, state.num_updates + 1, noise)
+        return state, ToyInfo(centre)
+
+    def result(self, state):
+        require_single_run(state, "toy")
+        return state.centre
+
+
+def target(x):
+    return -float(np.sum((np.asarray(x) - 1.0) ** 2))
+
+
+def jax_target(x):
+    return -jnp.sum((x - 1.0) ** 2)
+
+
+X0 = np.array([[0.0, 0.0], [0.5, -0.5]])
+Y0 = np.array([target(x) for x in X0])
+
+
+def test_buffer_counts_and_full_error():
+    ev = Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.array([True, True]), budget=2)
+    assert ev.capacity == 4 and ev.budget == 2 and int(ev.num_evaluations) == 0
+    ev = ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
+    ev = ev.record(jnp.zeros(2), jnp.asarray(0.0), jnp.asarray(1.0), jnp.asarray(False))
+    assert int(ev.num_evaluations) == 2 and int(ev.num_failed) == 1 and bool(ev.finished)
+    with pytest.raises(Exception, match="budget is exhausted"):
+        ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
+    with pytest.raises(ValueError, match="budget"):
+        Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.ones(2, bool), budget=2.5)
+
+
+def test_update_key_depends_on_the_evaluation():
+    ev = Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.ones(2, bool), budget=2)
+    a = ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
+    b = ev.record(jnp.ones(2), jnp.asarray(1.5), jnp.asarray(1.0), jnp.asarray(True))
+    data = [jax.random.key_data(update_key(e)) for e in (ev, a, b, a)]
+    assert not np.array_equal(data[0], data[1]) and not np.array_equal(data[1], data[2])
+    assert np.array_equal(data[1], data[3])
+
+
+def faulty(x):
+    faulty.calls += 1
+    if faulty.calls == 2:
+        raise RuntimeError("simulator crashed")
+    if faulty.calls == 4:
+        return float("nan")
+    if faulty.calls == 5:
+        return float("inf")
+    if faulty.calls == 6:
+        return float("-inf")
+    return target(x)
+
+
+def test_host_loop_records_failures_and_tells_info():
+    learner = ToyLearner()
+    state = learner.init(X0, Y0, budget=9)
+    faulty.calls = 0
+    seen = []
+    with pytest.warns(RuntimeWarning, match="recorded as failed"):
+        final = run_black_box(learner, faulty, state, jax.random.key(1), callback=seen.append)
+    assert len(seen) == 9 and faulty.calls == 9
+    assert int(final.evaluations.num_failed) == 4 and int(final.evaluations.num_evaluations) == 9
+    assert [bool(p.tell_info.updated) for p in seen] == [False, False, True] * 3
+    assert [bool(p.tell_info.succeeded) for p in seen] == [True, False, True, False, False, False, True, True, True]
+    assert int(final.num_updates) == 3 and np.all(np.isfinite(learner.result(final)))
+
+
+def test_traced_loop_equals_host_loop_and_vmaps():
+    learner = ToyLearner()
+    state = learner.init(X0, Y0, budget=7)  # the last round is short
+    key = jax.random.key(2)
+    host = run_black_box(learner, target, state, key)
+    traced = run_traceable(learner, jax_target, state, key)
+    for a, b in zip(jax.tree.leaves(host), jax.tree.leaves(traced)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    keys = jax.random.split(jax.random.key(3), 4)
+    batch = jax.vmap(lambda k: run_traceable(learner, jax_target, state, k))(keys)
+    with pytest.raises(ValueError, match="unstack"):
+        learner.result(batch)
+    members = gpcompose.unstack(batch)
+    assert len(members) == 4
+    for k, member in zip(keys, members):
+        alone = run_traceable(learner, jax_target, state, k)
+        for a, b in zip(jax.tree.leaves(alone), jax.tree.leaves(member)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_interrupt_and_resume_from_checkpoint_is_bit_for_bit(tmp_path):
+    learner = ToyLearner()
+    state = learner.init(X0, Y0, budget=8)
+    key = jax.random.key(4)
+    full = run_black_box(learner, target, state, key)
+
+    calls = {"n": 0}
+
+    def interrupted(x):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return target(x)
+
+    path = tmp_path / "run.gpc"
+    with pytest.warns(RuntimeWarning, match="interrupted after 4 evaluations"):
+        partial = run_black_box(learner, interrupted, state, key, checkpoint=Checkpoint(path, every=100))
+    assert int(partial.evaluations.num_evaluations) == 4
+    assert read_checkpoint_header(path)["num_evaluations"] == 4
+    like = eqx.filter_eval_shape(learner.init, X0, Y0, budget=8)
+    loaded_learner, loaded, loaded_key = load_checkpoint(path, learner, like)
+    resumed = run_black_box(loaded_learner, target, loaded, loaded_key)
+    for a, b in zip(jax.tree.leaves(full), jax.tree.leaves(resumed)):
+        assert a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_checkpoint_refuses_other_method_settings_or_shapes(tmp_path):
+    learner = ToyLearner()
+    state = learner.init(X0, Y0, budget=3)
+    path = tmp_path / "run.gpc"
+    save_checkpoint(path, learner, state, jax.random.key(0))
+
+    class OtherLearner(ToyLearner):
+        pass
+
+    with pytest.raises(ValueError, match="of a ToyLearner run, not of a OtherLearner run"):
+        load_checkpoint(path, OtherLearner(), state)
+    with pytest.raises(ValueError, match="other settings"):
+        load_checkpoint(path, ToyLearner(batch=2), state)
+    with pytest.raises(ValueError, match="other shapes"):
+        load_checkpoint(path, learner, learner.init(X0, Y0, budget=4))
+    bad = tmp_path / "bad.gpc"
+    bad.write_bytes(b"not a checkpoint\n")
+    with pytest.raises(ValueError, match="not a gpcompose checkpoint"):
+        load_checkpoint(bad, learner, state)
