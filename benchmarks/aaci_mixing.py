@@ -91,7 +91,7 @@ def run_gibbs(kernel, likelihood, X, y, num_chains, num_samples, burn_in, key):
     def chains(key):
         def chain(chain_key):
             init_key, run_key = jax.random.split(chain_key)
-            return gpcompose.run(sampler, sampler.init(X, init_key), run_key, burn_in + num_samples, y)[1].latent
+            return gpcompose.run(sampler, sampler.init(X, key=init_key), run_key, burn_in + num_samples, y)[1].latent
 
         return jax.vmap(chain)(jax.random.split(key, num_chains))
 

@@ -72,7 +72,7 @@ def gibbs_class_probability(X, y, X_new, key, num_chains, num_sweeps):
 
     def chain(chain_key):
         init_key, run_key = jax.random.split(chain_key)
-        _, infos = gpcompose.run(sampler, sampler.init(X, init_key), run_key, num_sweeps, y)
+        _, infos = gpcompose.run(sampler, sampler.init(X, key=init_key), run_key, num_sweeps, y)
         return infos.latent[num_sweeps // 10 :: THINNING]
 
     def probability(draw):

@@ -132,7 +132,7 @@ def multi_seed_run(algorithm: steingp.SteinGP, *, num_particles: int, num_steps:
 
     def run_from_seed(key):
         initial_key, run_key = jax.random.split(key)
-        state, info = gpcompose.run(algorithm, algorithm.init(initial_key, num_particles), run_key, num_steps)
+        state, info = gpcompose.run(algorithm, algorithm.init(num_particles, key=initial_key), run_key, num_steps)
         return state.particles, info.squared_kernel_stein_discrepancy
 
     return jax.jit(jax.vmap(run_from_seed))

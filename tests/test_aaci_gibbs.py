@@ -31,7 +31,7 @@ CASES = {
 def _chains(sampler, y, key, num_chains, num_steps):
     def chain(chain_key):
         init_key, run_key = jax.random.split(chain_key)
-        return gpcompose.run(sampler, sampler.init(X, init_key), run_key, num_steps, y)[1]
+        return gpcompose.run(sampler, sampler.init(X, key=init_key), run_key, num_steps, y)[1]
 
     return jax.jit(jax.vmap(chain))(jax.random.split(key, num_chains))
 
@@ -59,7 +59,7 @@ def test_gibbs_transform_matrix(getkey):
 
     def chain(key):
         init_key, run_key = jax.random.split(key)
-        return gpcompose.run(sampler, sampler.init(X, init_key), run_key, 3, y)[1]
+        return gpcompose.run(sampler, sampler.init(X, key=init_key), run_key, 3, y)[1]
 
     keys = jax.random.split(getkey(), 3)
     batched = eqx.filter_jit(jax.vmap(chain))(keys)
@@ -72,5 +72,5 @@ def test_gibbs_transform_matrix(getkey):
     sampler32 = Gibbs(
         gpcompose.kernels.SquaredExponential(float32(0.8), float32(1.5)), StudentT(float32(3.0), float32(0.5))
     )
-    _, infos32 = gpcompose.run(sampler32, sampler32.init(X.astype(float32), getkey()), getkey(), 5, y.astype(float32))
+    _, infos32 = gpcompose.run(sampler32, sampler32.init(X.astype(float32), key=getkey()), getkey(), 5, y.astype(float32))
     assert infos32.latent.dtype == jnp.float32 and np.all(np.isfinite(infos32.latent))

@@ -188,7 +188,7 @@ def initial_result(X, y, likelihood, key):
     """Four initial particles (drawn from the priors) as a result: the predictive formulae
     hold at any particles, so no SVGD run is needed."""
     algorithm = steingp.SteinGP(steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=likelihood))
-    return algorithm.result(algorithm.init(key, 4), None)
+    return algorithm.result(algorithm.init(4, key=key), None)
 
 
 def particle_hyperparameters(result):
@@ -266,7 +266,7 @@ def test_one_particle_ascends_to_the_map_hyperparameters(data, getkey):
     algorithm = steingp.SteinGP(
         model, optimizer=optax.adam(schedule), initialisation="around_initial", initial_scale=0.0
     )
-    state, _ = gpcompose.run(algorithm, algorithm.init(getkey(), 1), getkey(), 1500)
+    state, _ = gpcompose.run(algorithm, algorithm.init(1, key=getkey()), getkey(), 1500)
     kernel, likelihood = algorithm.result(state, None).components
 
     def log_marginal_likelihood(params, args):
@@ -290,7 +290,7 @@ def test_step_compiles_once_and_vmap_over_seeds_equals_a_python_loop(sparse_clas
 
     def two_steps(key, step):
         initial_key, first_key, second_key = jax.random.split(key, 3)
-        state, _ = step(algorithm.init(initial_key, 3), first_key)
+        state, _ = step(algorithm.init(3, key=initial_key), first_key)
         state, info = step(state, second_key)
         return ravel_pytree(state.particles)[0], info.squared_kernel_stein_discrepancy, state.num_steps
 
@@ -341,7 +341,7 @@ def test_float32_smoke_fit(data, getkey):
 def test_prior_initialisation_draws_the_hyperparameters_from_their_priors(data, getkey):
     X, y = data
     model = steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
-    result = steingp.SteinGP(model).result(steingp.SteinGP(model).init(getkey(), 2000), None)
+    result = steingp.SteinGP(model).result(steingp.SteinGP(model).init(2000, key=getkey()), None)
     gamma = stats.gamma(a=1.0, scale=2.0)  # SteinGP's default prior, mean 2, sd 2
     for values in particle_hyperparameters(result):
         assert abs(values.mean() - 2.0) < 4 * 2.0 / np.sqrt(values.size)
@@ -351,7 +351,7 @@ def test_prior_initialisation_draws_the_hyperparameters_from_their_priors(data, 
 
 
 def test_prior_initialisation_draws_latents_from_their_prior(sparse_classifier, getkey):
-    state = steingp.SteinGP(sparse_classifier).init(getkey(), 2000)
+    state = steingp.SteinGP(sparse_classifier).init(2000, key=getkey())
     latents = np.asarray(state.particles.latents)
     assert latents.shape == (2000, 5)
     assert stats.kstest(latents.ravel(), stats.norm.cdf).pvalue > 1e-3
@@ -375,7 +375,7 @@ def old_initial_particles(model, key, num_particles, scale):
 def test_around_initial_reproduces_the_previous_initialisation(sparse_classifier, getkey):
     key = getkey()
     algorithm = steingp.SteinGP(sparse_classifier, initialisation="around_initial", initial_scale=0.7)
-    state = algorithm.init(key, 3)
+    state = algorithm.init(3, key=key)
     particles = np.stack([ravel_pytree(jax.tree.map(lambda x: x[j], state.particles))[0] for j in range(3)])
     np.testing.assert_array_equal(particles, old_initial_particles(sparse_classifier, key, 3, 0.7))
 
@@ -388,7 +388,7 @@ def test_fit_passes_the_initialisation_through(data, getkey, initialisation):
         X, y, key=key, kernel=SquaredExponential(), likelihood=Gaussian(), num_steps=0, initialisation=initialisation
     )
     model = steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
-    state = steingp.SteinGP(model, initialisation=initialisation).init(jax.random.split(key)[0], 20)
+    state = steingp.SteinGP(model, initialisation=initialisation).init(20, key=jax.random.split(key)[0])
     np.testing.assert_array_equal(ravel_pytree(result.particles)[0], ravel_pytree(state.particles)[0])
 
 
@@ -414,7 +414,7 @@ def test_bad_inputs_raise_clear_errors(data):
     with pytest.raises(ValueError, match="initialisation"):
         steingp.SteinGP(sparse, initialisation="uniform")
     with pytest.raises(ValueError, match="num_particles"):
-        steingp.SteinGP(sparse).init(jax.random.key(0), 0)
+        steingp.SteinGP(sparse).init(0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="shape"):
         steingp.make_model(
             X, y, kernel=SquaredExponential(lengthscale=Positive(1.0, prior=Gamma(-1.0, 2.0))), likelihood=gaussian

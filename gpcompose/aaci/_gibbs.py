@@ -52,7 +52,7 @@ class Gibbs(eqx.Module):
     def __check_init__(self):
         check_model(self.kernel, self.likelihood, self.mean, None)
 
-    def init(self, X: Float[ArrayLike, "N D"], key: PRNGKeyArray) -> GibbsState:
+    def init(self, X: Float[ArrayLike, "N D"], *, key: PRNGKeyArray) -> GibbsState:
         """A state at a draw of f from the prior at the training inputs `X`."""
         X = require_finite(check_inputs(X, "X"), "X")
         projection = project(self.kernel, self.mean, X, inducing_factor(self.kernel, X), X)

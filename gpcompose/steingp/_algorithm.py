@@ -13,7 +13,7 @@ from ._sparse import SparseWhitenedModel
 
 
 class SteinGP(eqx.Module):
-    """Stein variational GP inference (Pinder, Nemeth & Leslie; notes/steingp.md §3) as an
+    """Stein variational GP inference (Pinder, Nemeth & Leslie 2020, Alg. 1) as an
     init/step algorithm: SVGD (`gpcompose.svgd.SVGD`) on the particles of a SteinGP model.
 
     Each step computes the scores ∇ log p(λ_j) of all particles (on a fresh minibatch of
@@ -29,8 +29,8 @@ class SteinGP(eqx.Module):
       learning rate of SteinGP §5.1).
     - `batch_size`: minibatch size for the sparse model, or None for full-data scores.
     - `initialisation`: how `init` draws the particles' hyperparameters (latents always
-      start from their N(0, I) prior). `"prior"` (default; SteinGP App. 12, notes/steingp.md
-      §2.6): each constrained hyperparameter θ from its prior, or from U[0, 1) above its
+      start from their N(0, I) prior). `"prior"` (default; Pinder, Nemeth & Leslie 2020, App. 12):
+      each constrained hyperparameter θ from its prior, or from U[0, 1) above its
       lower bound when it has none, stored as u = T⁻¹(θ) (`gpcompose.parameters.sample_unconstrained`).
       `"around_initial"`: u = u₀ + `initial_scale` · N(0, I) around the model's initial
       unconstrained hyperparameters u₀.
@@ -40,7 +40,7 @@ class SteinGP(eqx.Module):
         ```python
         model = gpcompose.steingp.make_model(X, y, kernel=kernel, likelihood=likelihood)
         algorithm = gpcompose.steingp.SteinGP(model)
-        state = algorithm.init(key, num_particles=20)
+        state = algorithm.init(20, key=key)
         state, info = gpcompose.run(algorithm, state, key, 1000)
         # or by hand: step = eqx.filter_jit(algorithm.step), then state, info = step(state, key)
         result = algorithm.result(state, info)
@@ -77,7 +77,7 @@ class SteinGP(eqx.Module):
         particle kernel and optimiser (`init`/`step` delegate to it)."""
         return SVGD(self.model.log_density, kernel=self.kernel, optimizer=self.optimizer)
 
-    def init(self, key: PRNGKeyArray, num_particles: int) -> SVGDState:
+    def init(self, num_particles: int, *, key: PRNGKeyArray) -> SVGDState:
         """The SVGD state of `num_particles` initial particles drawn with `key`."""
         if not isinstance(num_particles, int) or num_particles < 1:
             raise ValueError(f"`num_particles` must be a positive int, got {num_particles!r}.")

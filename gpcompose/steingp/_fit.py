@@ -118,6 +118,6 @@ def fit(
         options["kernel"] = particle_kernel
     algorithm = SteinGP(model, batch_size=batch_size, initialisation=initialisation, **options)
     initial_key, run_key = jax.random.split(key)
-    state = algorithm.init(initial_key, num_particles)
+    state = algorithm.init(num_particles, key=initial_key)
     state, info = run(algorithm, state, run_key, num_steps)
     return algorithm.result(state, info)
