@@ -10,10 +10,9 @@ import numpy as np
 def call_black_box(target: Callable, x: np.ndarray, *, description: str) -> float | tuple[float, float]:
     """`target(x)` as a float, or as `(value, sd)` when the target returns a pair.
 
-    A failing target must not end a run or lose the evaluations made so far (DESIGN.md,
-    Errors): an exception becomes NaN, and an exception or a non-finite value is reported
-    with a `RuntimeWarning` naming `description`; the caller records it as a failed
-    evaluation and goes on.
+    A failing target must not end a run or lose the evaluations made so far: an exception
+    becomes NaN, and an exception or a non-finite value is reported with a `RuntimeWarning`
+    naming `description`; the caller records it as a failed evaluation and goes on.
     """
     try:
         outcome = target(x)

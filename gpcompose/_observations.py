@@ -1,4 +1,5 @@
-"""Fixed-capacity observation buffers shared by the exact and sparse GP states.
+"""Fixed-capacity observation buffers shared by the exact and sparse GP states, and the
+helpers both states apply to them (prior check, centred targets, padded Gram matrix).
 
 A buffer holds `capacity` rows; `mask` marks the rows in use. New observations go into
 the slot after the last used one, so appending never changes an array shape and
@@ -17,6 +18,8 @@ from ._validation import (
     require_finite,
     require_positive,
 )
+from .kernels import AbstractKernel
+from .means import AbstractMean
 
 
 class Observations(eqx.Module):
@@ -136,6 +139,20 @@ def append_observation(
         observations.mask.at[slot].set(True),
     )
     return updated, slot
+
+
+def check_prior(kernel: AbstractKernel, mean: AbstractMean) -> None:
+    """Raise `ValueError` unless `kernel` and `mean` are a kernel and a mean function."""
+    if not isinstance(kernel, AbstractKernel):
+        raise ValueError(f"`kernel` must be an AbstractKernel, got {type(kernel).__name__}.")
+    if not isinstance(mean, AbstractMean):
+        raise ValueError(f"`mean` must be an AbstractMean, got {type(mean).__name__}.")
+
+
+def centred_targets(mean: AbstractMean, observations: Observations) -> Float[Array, " C"]:
+    """y − m(X) on used rows, zero elsewhere."""
+    residual = observations.targets - mean(observations.inputs)
+    return jnp.where(observations.mask, residual, 0.0)
 
 
 def padded_gram(kernel, X: Float[Array, "C D"], mask: Bool[Array, " C"]) -> Float[Array, "C C"]:

@@ -12,7 +12,7 @@ def run(algorithm: eqx.Module, state: State, key: PRNGKeyArray, num_steps: int, 
     """`num_steps` calls of `algorithm.step(state, key, *args)` under one `jax.lax.scan`.
 
     `key` is split into one key per step. The same `args` (e.g. data) are passed at every step.
-    This is the driver of the step protocol in DESIGN.md, and it is the same as the
+    This is the driver of the step protocol (docs/step-protocol.md), and it is the same as the
     hand-written loop
 
         for step_key in jax.random.split(key, num_steps):

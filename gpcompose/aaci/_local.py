@@ -12,7 +12,7 @@ def expected_squared_h(
     variance: Float[Array, " N"],
 ) -> Float[Array, " N"]:
     """c² = E_q[h²] = (a₀ + a₁ m)² + a₁² s, the local CAVI update (document Alg. 1) in the affine
-    form that has no cancellation (notes/aaci.md §2.1)."""
+    form h = a₀ + a₁ f (α = a₀², β = −2a₀a₁, γ = a₁²), which has no cancellation."""
     a0, a1 = likelihood.affine_coefficients(y)
     return (a0 + a1 * mean) ** 2 + a1**2 * variance
 
@@ -31,7 +31,8 @@ def natural_targets(
 
         η̂₁ = s Aᵀ(b − λ μ₀),   η̂₂ = −½ I − ½ s Aᵀ diag(λ) A,
 
-    where s = N/|B| rescales a minibatch (notes/aaci.md §2.7, fixes 1 and 4). With Z = X these
+    where s = N/|B| rescales a minibatch (Hoffman et al. 2013) and μ₀ may be non-zero, two
+    corrections of Alg. 3 of Galy-Fajou, Wenzel & Opper (2020). With Z = X these
     are S = (K⁻¹ + diag(2ωγ))⁻¹, m = S(K⁻¹μ₀ + g + ωβ) of Alg. 1, written for v = L⁻¹(f − μ₀).
     """
     a0, a1 = likelihood.affine_coefficients(y)

@@ -20,8 +20,8 @@ def natural_step(
     step_size: Float[Array, ""],
     optimizer: optax.GradientTransformation | None,
 ) -> tuple[AACIState, AACIInfo]:
-    """One AACI update on a (mini)batch (document Alg. 1 with Z = X, s = 1, ρ = 1; Alg. 3 as
-    corrected in notes/aaci.md §2.7 otherwise):
+    """One AACI update on a (mini)batch (Galy-Fajou, Wenzel & Opper 2020, Alg. 1 with Z = X, s = 1,
+    ρ = 1; otherwise their Alg. 3 with the corrections listed in `SVI`):
 
     1. local: c_i² = E_q h_i² under the current q (with the Titsias variance term) and ω̄_i = ω̄(c_i²);
     2. global: η ← (1 − ρ) η + ρ η̂(ω̄) in natural parameters (`natural_targets`);
@@ -68,7 +68,8 @@ def natural_step(
 
 
 def initial_state(kernel, likelihood, mean, Z, optimizer) -> AACIState:
-    """q(v) = N(0, I) (the prior, m = μ₀ and S = K as notes/aaci.md §3 suggests) and a fresh optimiser state."""
+    """q(v) = N(0, I) (the prior, m = μ₀ and S = K; the paper leaves the initial q unspecified) and a
+    fresh optimiser state."""
     optimizer_state = None if optimizer is None else optimizer.init(partition((kernel, likelihood, mean))[0])
     state = AACIState(
         NaturalGaussian.standard(Z.shape[0], Z.dtype),

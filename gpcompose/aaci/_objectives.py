@@ -43,7 +43,8 @@ def _inputs(state: AACIState, X, y, num_data):
 def augmented_elbo(
     state: AACIState, X: Float[ArrayLike, "N D"], y: Float[ArrayLike, " N"], *, num_data: int | None = None
 ) -> Float[Array, ""]:
-    """The collapsed augmented ELBO (AACI document A.4; general form in notes/aaci.md §2.6):
+    """The collapsed augmented ELBO (Galy-Fajou, Wenzel & Opper 2020, App. A.4.2, there written for
+    μ₀ = 0 and h = f; this is its general form):
 
         L_aug = (N/|B|) Σ_i [log C + g_i E f_i + log φ(E_q h_i²)] − KL[q(v) ‖ p(v)],
 

@@ -17,7 +17,7 @@ from ._validation import check_model
 
 def decaying_step_size(num_steps: Int[Array, ""]) -> Float[Array, ""]:
     """ρ_t = (t + 100)^−0.51, the Robbins–Monro schedule of AugmentedGaussianProcesses.jl
-    (`InverseDecay(τ=100, κ=0.51)`, notes/aaci.md §3)."""
+    (`InverseDecay(τ=100, κ=0.51)`; the paper only requires a Robbins–Monro schedule)."""
     return (jnp.asarray(num_steps, jnp.result_type(float)) + 100.0) ** -0.51
 
 
@@ -26,8 +26,10 @@ def _as_step_size(value):
 
 
 class SVI(eqx.Module):
-    """Sparse, minibatched natural-gradient SVI for super-Gaussian likelihoods (AACI document Alg. 3
-    with the corrections of notes/aaci.md §2.7).
+    """Sparse, minibatched natural-gradient SVI for super-Gaussian likelihoods (Galy-Fajou, Wenzel &
+    Opper 2020, Alg. 3, corrected: the printed algorithm omits the N/|B| scaling of minibatch sums,
+    steps in (m, S) rather than in natural parameters, and leaves out the Titsias variance term and
+    a non-zero prior mean).
 
     With inducing inputs Z (fixed), a minibatch B of the N data points and ρ_t = `step_size`:
 
@@ -36,7 +38,7 @@ class SVI(eqx.Module):
         η̂₁ = (N/|B|) Aᵀ(g + ω̄ β − 2γ ω̄ μ₀(X_B)),   η̂₂ = −½ I − (N/|B|) Aᵀ diag(γ ω̄) A,
         η ← (1 − ρ_t) η + ρ_t η̂,
 
-    in whitened coordinates u = μ₀(Z) + L v, A = K_BZ L⁻ᵀ (the digest's K_Z⁻¹ μ₀(Z) and
+    in whitened coordinates u = μ₀(Z) + L v, A = K_BZ L⁻ᵀ (the unwhitened K_Z⁻¹ μ₀(Z) and
     −½ K_Z⁻¹ prior terms become 0 and −½ I). With an `optimizer`, one optax step on the
     minibatch augmented ELBO updates the hyperparameters after each natural step (§5.3).
     With Z = X, |B| = N and ρ = 1 a step is exactly a `CAVI` step.
@@ -81,8 +83,8 @@ class SVI(eqx.Module):
         The minibatch is `batch_size` indices drawn with `key` independently and uniformly from
         0 … N − 1 (with replacement, as Hoffman et al. 2013 and the Stein GP's minibatches), so that
         (N/|B|) Σ_B is an unbiased estimate of the sum over all data at O(|B|) cost per step. (Drawing
-        without replacement by `jax.random.choice` permutes all N indices: at N = 41 157 that took
-        15 ms of a 20 ms step, benchmarks/README.md, AACI convergence.)"""
+        without replacement by `jax.random.choice` permutes all N indices, an O(N) cost that would
+        dominate the step on large data.)"""
         X = check_inputs(X, "X", dimension=state.inducing_inputs.shape[1])
         y = state.likelihood.targets(require_finite(check_targets(y, "y", X.shape[0]), "y"))
         num_data = X.shape[0]

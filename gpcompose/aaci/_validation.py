@@ -1,6 +1,6 @@
 import optax
 
-from ..gp._posterior import check_prior
+from .._observations import check_prior
 from ..likelihoods import AbstractSuperGaussianLikelihood
 
 

@@ -16,8 +16,9 @@ class Projection(eqx.Module):
 
         f(X) = μ₀(X) + A v + ε,   A = K_XZ L⁻ᵀ,   Var ε_i = k(x_i, x_i) − ‖A_i‖²  (the Titsias term),
 
-    which is the corrected marginal of notes/aaci.md §2.7 (fixes 3 and 4: the K̃_ii term and a
-    non-zero prior mean). With Z = X the residual vanishes (up to jitter) and A = L: the full GP.
+    which corrects the marginal of Galy-Fajou, Wenzel & Opper (2020, App. A.4.4): that omits the
+    Titsias term K̃_ii and assumes a zero prior mean. With Z = X the residual vanishes (up to
+    jitter) and A = L: the full GP.
     """
 
     matrix: Float[Array, "N M"]
@@ -45,8 +46,9 @@ class NaturalGaussian(eqx.Module):
 
         η₁ = S⁻¹ m,   η₂ = −½ S⁻¹,
 
-    which natural-gradient SVI interpolates (Hoffman et al. 2013; notes/aaci.md §2.7 fix 2) and
-    CAVI replaces. The prior is N(0, I): η₁ = 0, η₂ = −½ I.
+    which natural-gradient SVI interpolates (Hoffman et al. 2013; the printed Alg. 3 of
+    Galy-Fajou, Wenzel & Opper 2020 interpolates (m, S) instead) and CAVI replaces. The
+    prior is N(0, I): η₁ = 0, η₂ = −½ I.
     """
 
     linear: Float[Array, " M"]

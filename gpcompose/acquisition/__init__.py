@@ -1,6 +1,9 @@
 """Acquisition functions for active learning and Bayesian optimisation, and a vmapped
 multi-start maximiser."""
 
+from .._multistart import MultistartResult as MultistartResult
+from .._multistart import maximise_multistart as maximise_multistart
+from .._multistart import maximise_on_box as maximise_on_box
 from ._bounded_entropy_search import BoundedEntropySearchCache as BoundedEntropySearchCache
 from ._bounded_entropy_search import bounded_entropy_search as bounded_entropy_search
 from ._confidence_bound import upper_confidence_bound as upper_confidence_bound
@@ -19,9 +22,6 @@ from ._log_bmc import log_soft_prospective as log_soft_prospective
 from ._log_bmc import log_uncertainty_sampling as log_uncertainty_sampling
 from ._log_bmc import log_variance_regulariser as log_variance_regulariser
 from ._max_value_entropy import max_value_entropy_search as max_value_entropy_search
-from ._multistart import MultistartResult as MultistartResult
-from ._multistart import maximise_multistart as maximise_multistart
-from ._multistart import maximise_on_box as maximise_on_box
 from ._predict import latent_lookahead_variance as latent_lookahead_variance
 from ._predict import latent_predict as latent_predict
 from ._uncertainty_sampling import log_prospective_uncertainty as log_prospective_uncertainty

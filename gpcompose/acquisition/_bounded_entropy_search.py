@@ -24,7 +24,8 @@ def bounded_entropy_search(
     *,
     variance_floor: float = 1e-9,
 ) -> Float[Array, ""]:
-    """BES (document eqs. 8–11) in the closed form of `notes/bounded_bes.md` §2.8:
+    """BES (Nguyen, Deisenroth & Osborne 2021, §4, eqs. 8–11) in closed form, from the
+    factorisations of their eqs. 10–11:
 
         A_m(x) = w_m N(g_m⁺ | μ_m, s_{m,x}²),
         α(x) = (1/M) Σ_m A_m(x) [½ log(s_m²/s_{m,x}²) − ½ (g_m⁺ − μ_m)² (1/s_{m,x}² − 1/s_m²)],

@@ -21,7 +21,7 @@ One generation g, with C = B diag(d²) Bᵀ:
 
 The budget is spent exactly: ⌊N/λ⌋ full generations, then N mod λ further points drawn from the final
 search distribution N(m, σ²C) and evaluated without an update. No stopping rule: SVBMC uses every
-evaluation (notes/svbmc.md §4.1); restarts from random starts are a `jax.vmap` over keys and x₀.
+evaluation (Li, Clarté & Acerbi 2023, §5); restarts from random starts are a `jax.vmap` over keys and x₀.
 NaN values rank last (as −∞) and are returned as evaluated.
 """
 

@@ -1,5 +1,5 @@
-"""Contamination source: a 4-D inverse problem for the heat equation (BVBMC thesis §7.3, Table 7.2;
-`notes/bvbmc.md` §4.3).
+"""Contamination source: a 4-D inverse problem for the heat equation (Naiff 2019, BVBMC thesis §7.3,
+Table 7.2).
 
 A pollutant with source q(x, t) = q₀ exp(−(x − x₀)²/(2ρ²)) 1[t ≤ t_s] spreads on x ∈ [0, 1] by
 
@@ -99,7 +99,7 @@ def simulate_observations(
     time_step: float = 1e-3,
 ) -> Float[Array, "5 2"]:
     """Synthetic data û = u(θ) + ε, ε ~ N(0, `noise_sd`²) i.i.d., as the thesis's code makes them
-    (its seed 100 drives Julia's RNG, so its numbers differ from any JAX key's)."""
+    (its noise comes from Julia's random-number generator, so no JAX key reproduces its numbers)."""
     parameters = jnp.asarray(parameters, dtype=float)
     clean = heat_observations(parameters, num_cells, time_step)
     return clean + noise_sd * jax.random.normal(key, clean.shape, clean.dtype)

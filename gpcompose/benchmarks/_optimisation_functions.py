@@ -1,8 +1,8 @@
-"""The synthetic test functions of the bounded-BO document (Table 1, §4.1 of
-`notes/bounded_bes.md`) in JAX, with their standard domains and known extrema.
+"""The synthetic test functions of bounded BO (Nguyen, Deisenroth & Osborne 2021, Table 1)
+in JAX, with their standard domains and known extrema.
 
 Definitions: Surjanovic & Bingham's library (sfu.ca/~ssurjano); the minimum is the
-published one, the maximum on the box ours (grid + L-BFGS-B, digest §4.1). Alpine1
+published one, the maximum on the box ours (a grid search refined by L-BFGS-B). Alpine1
 is the SFU version with the absolute value; gSobol uses a_i = 1 on [0, 1]^d.
 """
 

@@ -3,8 +3,9 @@
     log p(x) = R(x₁, x₂) + R(x₃, x₄) + log N(x₅, x₆; 0, I) + log N(x; 0, 3² I),   x ∈ R⁶,
     R(a, b) = −(a² − b)² − (b − 1)²/100
 
-(the paper's convention, with normalised Gaussian factors; the VSBQ code differs, see
-notes/svbmc.md §4.2(a)). The density factorises into three independent pairs:
+(the paper's convention, with normalised Gaussian factors; the authors' VSBQ code uses
+(a − 1)²/100 and an unnormalised N(x₅, x₆) factor instead). The density factorises into
+three independent pairs:
 
 - (x₅, x₆): N(0, I)·N(0, 9I) ∝ N(0, 0.9 I), contributing ∫ N(x; 0, I) N(x; 0, 9I) dx = 1/(20π).
 - (x₁, x₂) and (x₃, x₄), each with the unnormalised density
@@ -15,7 +16,7 @@ notes/svbmc.md §4.2(a)). The density factorises into three independent pairs:
   The marginal g(a) decays like exp(−(1 − 2/λ)a⁴) with 1 − 2/λ ≈ 0.06.
 
 Hence log Z = 2 log ∫ g(a) da − log(20π) = −8.662665903873, by adaptive quadrature (SciPy `quad`
-on g(a), and `dblquad` on g(a, b); both agree to 1e-12). notes/svbmc.md quotes −8.66267.
+on g(a), and `dblquad` on g(a, b); both agree to 1e-12).
 Reference samples are exact up to the grid of a: a by inverse CDF on 2¹⁶ cells of [−8, 8]
 (log g(±8) − max log g < −250), then b from its Gaussian conditional.
 """

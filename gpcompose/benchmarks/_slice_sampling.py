@@ -11,7 +11,7 @@ d at a time, cycling d = 0, 1, …, D − 1. One transition from x with f(x) = l
 
 Stepping out has no limit on the number of steps. The sampler is a state machine with exactly one
 evaluation per `lax.scan` step, so that every evaluation (x₀, step-out ends, rejected and accepted
-proposals) is recorded, as SVBMC uses all of them (notes/svbmc.md §4.1), and the buffer of static
+proposals) is recorded, as SVBMC uses all of them (Li, Clarté & Acerbi 2023, §5), and the buffer of static
 size `num_evaluations` is filled exactly. The chain states are the recorded points flagged
 `is_chain_state`: x₀ first, then every accepted proposal.
 """

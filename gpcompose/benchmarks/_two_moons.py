@@ -4,15 +4,15 @@
 
 a ring of radius r₀ whose angle θ (x₁ = r cos θ) follows the von Mises mixture
 ⅓ vM(0, κ) + ⅔ vM(π, κ). The paper's variant has s = 0.01; the VSBQ code (`bimodal` task) has s = 0.1;
-both use κ = 8 (notes/svbmc.md §4.2(b)). In polar coordinates dx = r dr dθ, so the normaliser factorises
-(notes/svbmc.md §6 item 16):
+both use κ = 8 (the paper leaves κ unstated; the VSBQ code sets it). In polar coordinates dx = r dr dθ,
+so the normaliser factorises:
 
     Z = ∫₀^{2π} (e^{κ cos θ}/3 + 2e^{−κ cos θ}/3) dθ · ∫₀^∞ r e^{−(r − r₀)²/(2s²)} dr
       = 2π I₀(κ) · [s² e^{−r₀²/(2s²)} + r₀ s √(2π) Φ(r₀/s)],
 
 the radial integral in closed form (substitute r = r₀ + s t). This gives log Z = 6.165761171767828 for
-s = 0.1 (the VSBQ value, to all digits) and log Z = 3.863176078773768 for s = 0.01 (the notes quote
-3.86318); both agree with adaptive quadrature of the two 1-D integrals to 1e-15.
+s = 0.1 (the VSBQ value, to all digits) and log Z = 3.863176078773768 for s = 0.01; both agree with
+adaptive quadrature of the two 1-D integrals to 1e-15.
 
 Reference samples are exact up to the grids: θ by inverse CDF on 2¹⁶ cells of [−π, π], r independently
 by inverse CDF on 2¹⁶ cells of [max(0, r₀ − 12s), r₀ + 12s].

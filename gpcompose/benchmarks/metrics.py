@@ -1,7 +1,7 @@
 """Posterior-approximation metrics of the SVBMC/VBMC benchmarks.
 
 - `gskl`: Gaussianised symmetrised KL, ½[KL(p‖q) + KL(q‖p)] between the moment-matched
-  Gaussians of two distributions (Acerbi 2020; SVBMC §4.3).
+  Gaussians of two distributions (Acerbi 2020; Li, Clarté & Acerbi 2023, §5).
 - `mmtv`: mean marginal total variation, (1/D) Σ_d ½ ∫ |p_d − q_d|, with the 1-D
   marginals estimated from samples by binned Gaussian kernel density estimates.
 - `delta_lml`: |estimated − true log marginal likelihood|.

@@ -5,7 +5,8 @@ from jaxtyping import Array, Float
 
 from .._jit import public_jit
 from .._linalg import log_determinant
-from ._posterior import ExactPosterior, centred_targets
+from .._observations import centred_targets
+from ._posterior import ExactPosterior
 
 
 @public_jit()

@@ -5,7 +5,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky, cholesky_solve
-from .._observations import Observations, make_observations, padded_gram
+from .._observations import Observations, centred_targets, check_prior, make_observations, padded_gram
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
 from ..parameters import AbstractParameter, value_of
@@ -31,20 +31,6 @@ class ExactPosterior(eqx.Module):
         """`RESULTS.successful`, or `RESULTS.cholesky_failed` when the factorisation of K + D failed
         even at the largest jitter (the state then holds finite placeholders)."""
         return self.factor.result
-
-
-def check_prior(kernel: AbstractKernel, mean: AbstractMean) -> None:
-    """Raise `ValueError` unless `kernel` and `mean` are a kernel and a mean function."""
-    if not isinstance(kernel, AbstractKernel):
-        raise ValueError(f"`kernel` must be an AbstractKernel, got {type(kernel).__name__}.")
-    if not isinstance(mean, AbstractMean):
-        raise ValueError(f"`mean` must be an AbstractMean, got {type(mean).__name__}.")
-
-
-def centred_targets(mean: AbstractMean, observations: Observations) -> Float[Array, " C"]:
-    """y − m(X) on used rows, zero elsewhere."""
-    residual = observations.targets - mean(observations.inputs)
-    return jnp.where(observations.mask, residual, 0.0)
 
 
 def noisy_gram(kernel: AbstractKernel, observations: Observations) -> Float[Array, "C C"]:

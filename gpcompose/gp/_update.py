@@ -4,8 +4,8 @@ from jaxtyping import ArrayLike, Float
 from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky_append, cholesky_solve
-from .._observations import append_observation
-from ._posterior import ExactPosterior, centred_targets
+from .._observations import append_observation, centred_targets
+from ._posterior import ExactPosterior
 
 
 @public_jit()

@@ -20,6 +20,7 @@ from ._matern import (
 from ._matern import (
     Matern52 as Matern52,
 )
+from ._matern import matern_correlation as matern_correlation
 from ._periodic import Periodic as Periodic
 from ._product_matern import ProductMatern as ProductMatern
 from ._random_features import RandomFourierFeatures as RandomFourierFeatures
@@ -32,3 +33,4 @@ from ._stationary import (
 from ._stationary import (
     AbstractStationaryKernel as AbstractStationaryKernel,
 )
+from ._stationary import squared_distances as squared_distances

@@ -9,10 +9,11 @@ from ._stationary import AbstractSpectralKernel, safe_sqrt, scale_frequencies
 
 
 def matern_correlation(smoothness: float, distance: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
-    """Matérn correlation for ν ∈ {1/2, 3/2, 5/2} at scaled distance r ≥ 0.
+    """The Matérn correlation ρ_ν(r) for `smoothness` ν ∈ {0.5, 1.5, 2.5} (a Python float) at
+    scaled distances r = ‖x − x′‖/ℓ ≥ 0 (`distance`, any shape), elementwise:
 
     ν = 1/2: e^{−r};  ν = 3/2: (1 + √3 r) e^{−√3 r};  ν = 5/2: (1 + √5 r + 5r²/3) e^{−√5 r}
-    (Rasmussen & Williams 2006, eq. 4.17).
+    (Rasmussen & Williams 2006, eq. 4.17). Another ν raises `ValueError`.
     """
     if smoothness == 0.5:
         return jnp.exp(-distance)

@@ -24,23 +24,21 @@ def safe_sqrt(squared: Float[Array, ""]) -> Float[Array, ""]:
 
 @jax.custom_jvp
 def squared_distances(A: Float[Array, "N d"], B: Float[Array, "M d"]) -> Float[Array, "N M"]:
-    """r²_ij = Σ_d (a_id − b_jd)², each from its differences: accurate to a few ε r²_ij even
-    for near-coincident rows, and for A = B symmetric to the same few ε (a − b = −(b − a)
-    exactly; only the summation's rounding can differ).
+    """Pairwise squared Euclidean distances r²_ij = Σ_d (a_id − b_jd)² between the rows of
+    `A` (N, d) and `B` (M, d), as an (N, M) array.
 
-    Values below ε² (|a_i|² + |b_j|²) are set to 0. Compiled code may contract a = x/ℓ and
-    the difference into one multiply-add, so that equal inputs differ by the rounding of
-    x/ℓ (up to ε |a| / 2 per coordinate); measured under jit: a Matérn-1/2 Gram's diagonal
-    1 − 1e-13 and its lengthscale gradient 519 instead of 6.2 at a coincident pair. With the
-    cut-off, coincident rows give r² = 0 and k = σ² exactly, as in `evaluate` and `diagonal`.
-    A row with a NaN gives NaN distances (not 0, which would read as k = σ²).
+    Each entry is summed from its coordinate differences, so it is accurate to a few ε r²_ij
+    even for near-coincident rows, and for A = B symmetric to the same few ε. Values below
+    ε² (|a_i|² + |b_j|²) are set to 0: compiled code may contract a = x/ℓ and the difference
+    into one multiply-add, so equal inputs can differ by the rounding of x/ℓ, and the cut-off
+    keeps r² = 0 and k = σ² exactly at coincident rows (as in a kernel's `evaluate` and
+    `diagonal`). A row with a NaN gives NaN distances (not 0, which would read as k = σ²).
 
     The derivative uses the expansion r²_ij = |a_i|² + |b_j|² − 2 a_iᵀb_j instead, whose
     reverse mode is a few (N, d) × (d, M) matrix products rather than an (N, M, d) array of
-    differences (about 20× faster for the Gram matrix's gradient at N = 721, d = 8 on two CPU
-    cores). The expansion itself is not used for values: it carries rounding errors of a few
-    ε (|a_i|² + |b_j|²), which for near-coincident rows is most of r² (through √r² in a
-    Matérn-1/2 kernel, an error of order √ε in k and an asymmetric Gram).
+    differences. The expansion is not used for values: its rounding error of a few
+    ε (|a_i|² + |b_j|²) is most of r² for near-coincident rows (through √r² in a Matérn-1/2
+    kernel, an error of order √ε in k and an asymmetric Gram).
     """
     squared = jnp.sum((A[:, None, :] - B[None, :, :]) ** 2, axis=-1)
     scale = jnp.sum(A**2, axis=1)[:, None] + jnp.sum(B**2, axis=1)[None, :]
@@ -57,10 +55,9 @@ def _squared_distances_jvp(primals, tangents):
     result is rounding-sized rather than exactly 0; there r² = 0, where `safe_sqrt` has a zero
     derivative (Matérn-1/2) and the smooth correlations a finite ρ′(0).
 
-    Not masked with `jnp.where(r² > 0, ·, 0)`: XLA:CPU (jaxlib 0.10.2) miscompiles the
-    reverse pass of that mask when ℓ has shape (1,) (a jitted Gram gradient came out
-    −7.19 instead of 10.53; correct without jit, in forward mode, and with the mask
-    removed), which `test_gram_gradient_under_jit_equals_forward_mode` guards against."""
+    Not masked with `jnp.where(r² > 0, ·, 0)`: XLA:CPU miscompiles the reverse pass of that
+    mask when ℓ has shape (1,) (a wrong jitted Gram gradient, correct without jit and in
+    forward mode), which `test_gram_gradient_under_jit_equals_forward_mode` guards against."""
     A, B = primals
     dA, dB = tangents
     finite_rows = jnp.all(jnp.isfinite(A), axis=1, keepdims=True)

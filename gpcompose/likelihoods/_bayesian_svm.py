@@ -10,7 +10,8 @@ class BayesianSVM(AbstractSuperGaussianLikelihood):
 
         p(y | f) = e^{(y f − 1) − |1 − y f|} = e^{−2 max(1 − y f, 0)},
 
-    AACI document Table 1 (its full form is garbled in the text; notes/aaci.md §2.9): C = e^{−1},
+    Galy-Fajou, Wenzel & Opper 2020, Table 1 (its "full form" is garbled there, as
+    exp((yf − 1) − 1 − yf); the form above is the one consistent with its g, h and φ): C = e^{−1},
     g = y, h = 1 − y f, φ(r) = e^{−√r}; π(ω | c) = IG(mean 1/(2c), shape 1/2) and ω̄ = 1/(2c).
     It is not normalised in y, so it has no class probabilities.
     """

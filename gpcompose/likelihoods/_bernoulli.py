@@ -17,8 +17,8 @@ class Bernoulli(AbstractLikelihood):
 
         log p(y | f) = log Φ(s f)  (probit, `log_ndtr`),   log σ(s f)  (logit, `log_sigmoid`),
 
-    which stay finite and accurate for large |f| (SteinGP §5.1 uses a Bernoulli likelihood;
-    notes/steingp.md §2.8). With the probit link the Gaussian predictive is closed form,
+    which stay finite and accurate for large |f| (SteinGP, Pinder, Nemeth & Leslie 2020, §5.1,
+    uses a Bernoulli likelihood). With the probit link the Gaussian predictive is closed form,
     p(y = 1) = Φ(m/√(1 + v)) for f ~ N(m, v) (Rasmussen & Williams 2006, eq. 3.80); the logit
     link uses Gauss–Hermite quadrature.
 

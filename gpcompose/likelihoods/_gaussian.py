@@ -12,7 +12,8 @@ from ._residual import AbstractResidualLikelihood
 class Gaussian(AbstractResidualLikelihood):
     """p(y | f) = N(y; f, σ²).
 
-    Also the degenerate super-Gaussian likelihood (notes/aaci.md §2.9, "useful as a test"):
+    Also the degenerate super-Gaussian likelihood (not in the catalogue of Galy-Fajou, Wenzel &
+    Opper 2020; useful as a test):
     C = (2πσ²)^{−1/2}, g = 0, h = f − y, φ(r) = e^{−r/(2σ²)}, so p(ω) = δ(ω − 1/(2σ²)),
     ω̄ = 1/(2σ²) and augmented inference is exact.
 

@@ -13,7 +13,7 @@ class Laplace(AbstractResidualLikelihood):
 
     AACI document Table 1: C = 1/(2b), g = 0, h = f − y, φ(r) = e^{−√r/b}; p(ω) is Lévy
     (InvGamma(1/2, scale 1/(4b²))), π(ω | c) = IG(mean 1/(2bc), shape 1/(2b²)) and ω̄ = 1/(2bc),
-    which diverges as c → 0 (c is clamped to the smallest normal number; notes/aaci.md §2.9, §2.11).
+    which diverges as c → 0 (c is clamped to the smallest normal number).
 
     **Arguments:** `scale` b (default 1, as in the document's code).
     """

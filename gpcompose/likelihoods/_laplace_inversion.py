@@ -1,10 +1,10 @@
 """The generic ω sampler of the AACI document (§3.3.2, Alg. 2): inverse-CDF sampling of the tilted
 law π(ω | c) from its Laplace transform alone (Ridout 2009), with the CDF and the density computed by
 the Euler algorithm of Abate, Choudhury & Whitt (2000). Parameters A = 19, m = 11, n = 28 and the
-tolerance 1e-7 are those of AugmentedGaussianProcesses.jl (notes/aaci.md §2.8).
+tolerance 1e-7 are those of AugmentedGaussianProcesses.jl, the authors' library.
 
-The Euler sum multiplies round-off by e^{A/2} ≈ 1.3 × 10⁴, so it needs float64 (notes/aaci.md §2.11
-item 4): float32 input raises a `ValueError`.
+The Euler sum multiplies round-off by e^{A/2} ≈ 1.3 × 10⁴, so it needs float64: float32 input raises a
+`ValueError`.
 """
 
 import math
@@ -41,7 +41,7 @@ def euler_inversion(transform: Callable[[Array], Array], t: Float[Array, ""]) ->
 
 def tilted_cdf_and_density(log_phi, c_squared: Float[Array, ""], x: Float[Array, ""]):
     """F(x) and π(x | c) of the tilted law, whose Laplace transforms are φ(s + c²)/(s φ(c²)) and
-    φ(s + c²)/φ(c²) (notes/aaci.md §2.8)."""
+    φ(s + c²)/φ(c²) (Ridout 2009)."""
     log_normaliser = log_phi(c_squared)
 
     def density_transform(s):

@@ -17,7 +17,7 @@ class Logistic(AbstractSuperGaussianLikelihood):
 
     the AACI document's appendix A.6 form: C = 1/2, g(y) = y/2, h = f, φ(r) = sech(√r/2), so that
     p(ω) is the law of PG(1, 0)/2 and π(ω | c) that of PG(1, c)/2 (Pólya–Gamma), and
-    ω̄ = tanh(c/2)/(4c) → 1/8 as c → 0 (notes/aaci.md §2.9).
+    ω̄ = tanh(c/2)/(4c) → 1/8 as c → 0.
     """
 
     def targets(self, y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:

@@ -16,7 +16,7 @@ class Matern32Likelihood(AbstractResidualLikelihood):
 
     (A.6 prints the inverted constant 4ρ/√3). g = 0, h = f − y, φ(r) = (1 + √(3r)/ρ) e^{−√(3r)/ρ};
     p(ω) = InvGamma(3/2, scale 3/(4ρ²)), π(ω | c) = GIG(p = −3/2, a = 2c², b = 3/(2ρ²)) and
-    ω̄ = 3/(2ρ(ρ + √3 c)) → 3/(2ρ²) as c → 0 (notes/aaci.md §2.9).
+    ω̄ = 3/(2ρ(ρ + √3 c)) → 3/(2ρ²) as c → 0.
 
     **Arguments:** `scale` ρ (default 1, as in the document's code).
     """

@@ -1,7 +1,7 @@
-"""Exact samplers for the tilted laws π(ω | c) of the super-Gaussian catalogue (AACI document
-§3.3.2; the laws themselves are derived in notes/aaci.md §2.9). Each draws one variate per entry
-of its parameters and has no host-side loop: rejection steps are `lax.while_loop`s, so the
-samplers work under `jit` and `vmap`.
+"""Exact samplers for the tilted laws π(ω | c) of the super-Gaussian catalogue (Galy-Fajou, Wenzel
+& Opper 2020, §3.3.2 and Table 1; the paper leaves the laws implicit, and each likelihood's
+docstring states its law). Each draws one variate per entry of its parameters and has no
+host-side loop: rejection steps are `lax.while_loop`s, so the samplers work under `jit` and `vmap`.
 """
 
 import math

@@ -15,7 +15,7 @@ class StudentT(AbstractResidualLikelihood):
 
     AACI document Table 1 (A.6 prints Γ(ν) for Γ(ν/2), a typo): g = 0, h = (f − y)/σ,
     φ(r) = (1 + r/ν)^{−(ν+1)/2}, so p(ω) = Gamma((ν+1)/2, rate ν), π(ω | c) = Gamma((ν+1)/2, ν + c²)
-    and ω̄ = (ν + 1)/(2(ν + c²)) (notes/aaci.md §2.9).
+    and ω̄ = (ν + 1)/(2(ν + c²)).
 
     **Arguments:** `degrees_of_freedom` ν (default 3, as in the document's code) and `scale` σ.
     """

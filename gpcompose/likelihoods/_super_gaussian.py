@@ -22,7 +22,7 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
     for a probability density p(ω), so that given ω the likelihood is Gaussian in f:
     p(y | f, ω) = C e^{g f − h² ω}. In the document's quadratic notation
     h² = α − β f + γ f² with α = a₀², β = −2 a₀ a₁, γ = a₁² (storing the affine form avoids
-    the cancellation in α − βm + γ(m² + s), notes/aaci.md §2.1).
+    the cancellation in α − βm + γ(m² + s)).
 
     Given f the auxiliary variable follows the tilted law π(ω | c) = e^{−c²ω} p(ω)/φ(c²) with
     c = |h|; its mean is ω̄(c²) = −d log φ(r)/dr at r = c² (document §3.3.1, A.2).

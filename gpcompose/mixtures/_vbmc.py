@@ -7,7 +7,7 @@ from ._base import AbstractGaussianMixture, first_free_slot, logits_after_adding
 
 
 class VBMCMixture(AbstractGaussianMixture):
-    """The VBMC/SVBMC variational family (SVBMC §2.9):
+    """The VBMC/SVBMC variational family (Li, Clarté & Acerbi 2023, §3.3 and App. A.5):
 
         q(x) = Σ_k w_k N(x; μ_k, σ_k² S Sᵀ),
 
@@ -26,9 +26,7 @@ class VBMCMixture(AbstractGaussianMixture):
       every component shares one orientation. This is VBMC's rotoscaling of the
       inference space (Acerbi 2020, "variational whitening"), learned with the ELBO
       instead of fixed between iterations: posteriors with strong linear correlations
-      need one rotated component, where axis-aligned ones need many (an 8-D Gaussian
-      with correlations up to 0.96, the Lotka–Volterra posterior's, is fitted with KL 0.82
-      by 30 axis-aligned components and 0.002 by one rotated component).
+      need one rotated component, where axis-aligned ones need many.
     """
 
     logits: Float[Array, " K"]

@@ -13,7 +13,7 @@ from ._tree import is_parameter
 def sample_unconstrained(parameter: Positive | Real, key: PRNGKeyArray) -> Float[Array, "*shape"]:
     """The unconstrained coordinate u = T⁻¹(θ) of a draw θ of the parameter's constrained value.
 
-    SteinGP App. 12 (notes/steingp.md §2.6): "each particle is drawn from the parameter's
+    SteinGP (Pinder, Nemeth & Leslie 2020, App. 12): "each particle is drawn from the parameter's
     prior where there is one, otherwise from U[0, 1]". So θ ~ `parameter.prior` (its
     `sample`; a prior without a sampler raises `NotImplementedError`) or, without a prior,
     θ ~ U[0, 1) above the parameter's lower bound: θ = minimum + U[0, 1) for a `Positive`

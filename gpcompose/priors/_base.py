@@ -12,7 +12,7 @@ class AbstractPrior(eqx.Module):
     `log_prob(x)` returns the elementwise log density; parameters sum it over their
     elements. Priors on the log of a positive parameter are written `LogScale(base)`.
     Priors that are proper distributions also give exact draws with `sample`; SteinGP
-    initialises its particles from them (notes/steingp.md §2.6).
+    initialises its particles from them (Pinder, Nemeth & Leslie 2020, App. 12).
     """
 
     @abc.abstractmethod

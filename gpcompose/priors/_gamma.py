@@ -10,9 +10,9 @@ from ._base import AbstractPrior, sample_dtype
 class Gamma(AbstractPrior):
     """Gamma prior with `shape` k and `scale` θ on a positive parameter.
 
-    log p(x) = (k − 1) log x − x/θ − log Γ(k) − k log θ (mean kθ, variance kθ²). The Stein
-    GP document uses Gamma(shape 1, scale 2) on lengthscales and variances (§2.6; *scale*,
-    not rate: mean 2). `sample` draws θ · G with G ~ Gamma(k, 1) (`jax.random.gamma`).
+    log p(x) = (k − 1) log x − x/θ − log Γ(k) − k log θ (mean kθ, variance kθ²). SteinGP
+    (Pinder, Nemeth & Leslie 2020, App. 12) uses Gamma(shape 1, scale 2) on lengthscales and
+    variances (*scale*, not rate: mean 2). `sample` draws θ · G with G ~ Gamma(k, 1) (`jax.random.gamma`).
     """
 
     shape: Float[Array, "*shape"] = eqx.field(converter=jnp.asarray)

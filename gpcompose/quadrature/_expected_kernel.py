@@ -30,8 +30,8 @@ from ..kernels import (
     SquaredExponential,
     Sum,
     White,
+    matern_correlation,
 )
-from ..kernels._matern import matern_correlation
 from ._gauss_hermite import default_degree, standard_normal_nodes
 from ._matern_primitive import matern_gaussian_expectation
 

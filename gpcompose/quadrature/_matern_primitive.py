@@ -7,8 +7,9 @@ Write ρ_ν(r) = P(a r) e^{−a r} with a = √(2ν)/ℓ and P = 1, 1 + x, 1 + x
 
 and completing the square, e^{−aτ}N(τ; δ, s²) = e^{−aδ + a²s²/2} N(τ; m, s²) with
 m = δ − a s², so H is a combination of the truncated normal moments
-E[τᵏ 1{τ>0}], k = 0, 1, 2 (BVBMC digest §2.3 gives ν = 1/2; 3/2 and 5/2 follow the
-same split). With t = m/s and u = −t/√2 the moments involve Φ(t) = ½ erfc(u):
+E[τᵏ 1{τ>0}], k = 0, 1, 2 (derived here for ν = 1/2, 3/2 and 5/2 by the same split; the BVBMC
+thesis, Naiff 2019, ch. 4, integrates Matérn kernels by Gauss–Hermite quadrature instead).
+With t = m/s and u = −t/√2 the moments involve Φ(t) = ½ erfc(u):
 
 - for u ≥ 0 the large factor e^{−aδ + a²s²/2} e^{−t²/2} = e^{−δ²/(2s²)} is combined
   analytically and Φ(t) e^{t²/2} = ½ erfcx(u) is evaluated with `erfcx`;

@@ -11,7 +11,7 @@ def component_mean_integrals(mean: AbstractMean, means, covariances, degree: int
     """∫ m(x) N(x; μ_k, Σ_k) dx for every component.
 
     Zero and Constant are exact; the negative quadratic mean integrates to
-    m₀ − ½ Σ_d [(μ_{k,d} − c_d)² + Σ_{k,dd}] / ω_d² (SVBMC §2.3; BVBMC eq. 5.51 with
+    m₀ − ½ Σ_d [(μ_{k,d} − c_d)² + Σ_{k,dd}] / ω_d² (the mean of Li, Clarté & Acerbi 2023, eq. S4; BVBMC eq. 5.51 with
     the missing weights restored when summed); other means use Gauss–Hermite.
     """
     diagonals = covariances if is_diagonal(covariances) else jnp.diagonal(covariances, axis1=1, axis2=2)

@@ -3,8 +3,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from .._multistart import maximise_multistart
 from .._validation import check_box
-from ..acquisition._multistart import maximise_multistart
 from ._base import AbstractSamples
 
 

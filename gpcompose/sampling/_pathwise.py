@@ -4,9 +4,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from .._linalg import cholesky_solve
-from .._observations import check_new_inputs
+from .._observations import centred_targets, check_new_inputs
 from ..gp import ExactPosterior
-from ..gp._posterior import centred_targets
 from ..kernels import RandomFourierFeatures, random_features
 from ._base import AbstractSamples
 

@@ -4,7 +4,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._jit import public_jit
-from ..gp._posterior import centred_targets
+from .._observations import centred_targets
 from ._posterior import SparsePosterior, noise_precision
 
 

@@ -6,9 +6,8 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky, solve_triangular
-from .._observations import Observations, make_observations, padded_gram
+from .._observations import Observations, centred_targets, check_prior, make_observations, padded_gram
 from .._validation import check_inputs, require_finite
-from ..gp._posterior import centred_targets, check_prior
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
 from ..parameters import AbstractParameter, value_of
@@ -47,11 +46,10 @@ class SparsePosterior(eqx.Module):
 
 INDUCING_JITTER = 1e-6
 """Default relative jitter ε/mean(diag K_ZZ) that `condition` adds to K_ZZ
-(notes/svbmc.md §2.6 suggests ~1e-6 σ_f²; GPflow's default is 1e-6). Without it, greedily
-selected inducing inputs can make K_ZZ so ill-conditioned (σ²_tot down to 1e-3 against
-σ_f² ≈ 440 on Lotka–Volterra) that L⁻¹ amplifies rounding: there an SVBMC refit with
-unchanged hyperparameters put the posterior mean 220 above every observation, one
-posterior sd off the data."""
+(GPflow's default jitter is 1e-6; Li, Clarté & Acerbi 2023 do not state theirs). Without
+it, greedily selected inducing inputs with small noise σ²_tot ≪ σ_f² can make K_ZZ so
+ill-conditioned that L⁻¹ amplifies rounding, and the posterior mean can then lie far above
+every observation."""
 
 
 def inducing_factor_with_jitter(

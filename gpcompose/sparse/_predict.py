@@ -50,9 +50,9 @@ def reducible_variance(
 
         s²_red(x) = ‖b‖² + r²/(r + ε),
 
-    s² without that floor. The floor matters where the data are dense: on Lotka–Volterra
-    ε = 1e-6·σ_f² ≈ 4·10⁻⁴ exceeds ‖b‖² near the mode, so s² is flat there and an
-    uncertainty acquisition picks the same point again after evaluating it.
+    s² without that floor. The floor matters where the data are dense: there ε can exceed
+    ‖b‖², so s² is flat and an uncertainty acquisition would pick the same point again
+    after evaluating it.
     """
     mean, residual, inducing_variance = _mean_and_variance_parts(posterior, X_new)
     residual = jnp.maximum(residual, 0.0)
@@ -82,7 +82,8 @@ def lookahead_variance(
 ) -> Float[Array, " Q"]:
     """Latent variance at `X_query` after a hypothetical observation at `x` (Z fixed).
 
-    Sherman–Morrison on S′ = S + v vᵀ, v = L⁻¹k(Z, x)/σ_x (SVBMC §2.11 case 2):
+    Sherman–Morrison on S′ = S + v vᵀ, v = L⁻¹k(Z, x)/σ_x (the rank-1 update of Li, Clarté &
+    Acerbi 2023, App. C.5, case 2, with σ_x⁻¹ where the paper prints σ_x):
         s⋆²(x′; x) = s²(x′) − (b′ᵀ b_x)² / (σ²_x + ‖b_x‖²),  b = L_S⁻¹ L⁻¹ k(Z, ·).
     """
     X_query = check_new_inputs(posterior.observations, X_query, "X_query")

@@ -4,10 +4,9 @@ from jaxtyping import ArrayLike, Bool, Float
 from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky_append, cholesky_update, solve_triangular
-from .._observations import append_observation, next_slot, require_free_slot
+from .._observations import append_observation, centred_targets, next_slot, require_free_slot
 from .._select import select_tree
 from .._validation import check_point, require_finite
-from ..gp._posterior import centred_targets
 from ._posterior import SparsePosterior, inducing_cross, noise_precision
 
 

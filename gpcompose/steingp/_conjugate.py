@@ -10,7 +10,7 @@ from ._model import AbstractSteinGPModel, SteinGPParticle
 
 class ConjugateModel(AbstractSteinGPModel):
     """SteinGP model (a): Gaussian likelihood, particles over the kernel and noise
-    hyperparameters θ only, with f integrated out (SteinGP §3; notes/steingp.md §2.7):
+    hyperparameters θ only, with f integrated out (Pinder, Nemeth & Leslie 2020, §3):
 
         log p(θ | X, y) = log N(y; 0, K_θ + σ² I) + log p₀(θ) + log|dθ/du| + const.
 

@@ -12,7 +12,7 @@ MINIMUM = 1e-6
 def with_default_priors(tree: PyTree) -> PyTree:
     """`tree` with every `Positive` parameter that has no prior given SteinGP's defaults.
 
-    SteinGP (App. 12; notes/steingp.md §2.6) puts a Gamma prior with shape 1 and *scale* 2
+    SteinGP (Pinder, Nemeth & Leslie 2020, App. 12) puts a Gamma prior with shape 1 and *scale* 2
     (an exponential with mean 2, log p(θ) = −log 2 − θ/2) on every lengthscale and
     variance, the noise variance included, and constrains each by θ = 10⁻⁶ + softplus(u).
     A parameter without a prior is rebuilt with that prior and with `minimum = 10⁻⁶` (its

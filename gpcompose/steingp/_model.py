@@ -79,7 +79,7 @@ class AbstractSteinGPModel(eqx.Module):
     def initial_particle(self, key: PRNGKeyArray, scale: Float[Array, ""] | None = None) -> SteinGPParticle:
         """One initial particle; its latents are always ν ~ N(0, I), their prior.
 
-        - `scale=None`: SteinGP's initialisation (App. 12, notes/steingp.md §2.6): each
+        - `scale=None`: SteinGP's initialisation (Pinder, Nemeth & Leslie 2020, App. 12): each
           hyperparameter's constrained value θ is drawn from its prior (U[0, 1) above its
           lower bound when it has none) and stored as u = T⁻¹(θ)
           (`gpcompose.parameters.with_prior_draws`).

@@ -16,7 +16,8 @@ def mixture_moments(
     means: Float[Array, "J Q"], variances: Float[Array, "J Q"]
 ) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
     """Mean and variance of the equally weighted mixture (1/J) Σ_j p_j, from the
-    components' means μ_j and variances s_j² (notes/steingp.md §2.10):
+    components' means μ_j and variances s_j² (the closed form of the particle mixture of
+    Pinder, Nemeth & Leslie 2020, Alg. 2, which estimates these moments by sampling):
 
         mean = (1/J) Σ_j μ_j,   variance = (1/J) Σ_j (s_j² + μ_j²) − mean².
 
@@ -89,7 +90,7 @@ class SteinGPResult(eqx.Module):
 
         Each term is the particle's marginal predictive density
         (`likelihood.log_predictive_density`, exact for Gaussian and probit likelihoods).
-        Sum or average the result for a test log-likelihood (notes/steingp.md §2.10).
+        Sum or average the result for a test log-likelihood.
         """
         X_new = self._new_inputs(X_new)
         y_new = check_targets(y_new, "y_new", X_new.shape[0]).astype(X_new.dtype)

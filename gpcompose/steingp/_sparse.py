@@ -11,7 +11,7 @@ from ._whitened import jittered_factor, whitened_conditional
 class SparseWhitenedModel(AbstractSteinGPModel):
     """SteinGP model (c): inducing inputs Z (fixed), particles λ = (θ, ν) with whitened
     inducing values u = L_Z ν, L_Z = chol(K_ZZ + jitter · I), ν ~ N(0, I_M) (SteinGP §3–4,
-    eq. 10; the per-point term of GPflow's SGPMC, notes/steingp.md §2.9):
+    eq. 10; the per-point term, which the paper leaves to Hensman et al. 2015, is that of GPflow's SGPMC):
 
         log p(θ, ν | X, y) ≈ Σ_n E_{N(f_n; q_n, v_n)}[log p(y_n | f_n)] − ½ νᵀν + log p₀(θ) + log|dθ/du|,
         q_n = k(x_n, Z) L_Z⁻ᵀ ν,   v_n = k(x_n, x_n) − ‖L_Z⁻¹ k(Z, x_n)‖².

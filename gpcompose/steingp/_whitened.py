@@ -11,7 +11,7 @@ from ._model import AbstractSteinGPModel, SteinGPParticle
 def jittered_factor(kernel: AbstractKernel, inputs: Float[Array, "M D"], jitter: Float[Array, ""]) -> CholeskyFactor:
     """chol(k(U, U) + jitter · I) through `_linalg.cholesky` (which escalates if it must).
 
-    The fixed jitter (GPflow's 10⁻⁶, notes/steingp.md §2.8) keeps the whitening map smooth
+    The fixed jitter (GPflow's default 10⁻⁶) keeps the whitening map smooth
     in θ; the whitened prior is then f_U ~ N(0, K_UU + jitter · I).
     """
     gram = kernel.gram(inputs)
@@ -28,7 +28,7 @@ def whitened_conditional(
 
         mean = Aᵀ ν,   variance = k(x, x) − ‖A‖²   (clamped at 0),
 
-    the conditional of whitened models (Hensman et al. 2015; notes/steingp.md §2.8–2.9).
+    the conditional of whitened models (Hensman et al. 2015; Pinder, Nemeth & Leslie 2020, §4).
     """
     projected = solve_triangular(lower, cross)
     return projected.T @ latents, jnp.maximum(diagonal - jnp.sum(projected**2, axis=0), 0.0)
@@ -36,7 +36,7 @@ def whitened_conditional(
 
 class WhitenedModel(AbstractSteinGPModel):
     """SteinGP model (b): any likelihood, particles λ = (θ, ν) with whitened latents
-    f = L_θ ν, L_θ = chol(K_θ + jitter · I), ν ~ N(0, I_N) (SteinGP §4; notes/steingp.md §2.8):
+    f = L_θ ν, L_θ = chol(K_θ + jitter · I), ν ~ N(0, I_N) (Pinder, Nemeth & Leslie 2020, §4):
 
         log p(θ, ν | X, y) = Σ_n log p(y_n | f_n) − ½ νᵀν + log p₀(θ) + log|dθ/du| + const.
 
@@ -67,7 +67,7 @@ class WhitenedModel(AbstractSteinGPModel):
     def latent_predictive(
         self, particle: SteinGPParticle, X_new: Float[Array, "Q D"]
     ) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
-        """μ = K_{*X} L⁻ᵀ ν, s² = k_** − ‖L⁻¹ K_{X*}‖² (notes/steingp.md §2.8)."""
+        """μ = K_{*X} L⁻ᵀ ν, s² = k_** − ‖L⁻¹ K_{X*}‖² (Pinder, Nemeth & Leslie 2020, §4)."""
         kernel, _ = self.components(particle)
         factor = jittered_factor(kernel, self.X, self.jitter.astype(self.X.dtype))
         return whitened_conditional(factor.lower, kernel.cross(self.X, X_new), kernel.diagonal(X_new), particle.latents)

@@ -13,7 +13,7 @@ def stein_variational_direction(
     """The SVGD direction at every particle and the squared kernelised Stein discrepancy.
 
     With particles λ_1…λ_J, scores s_j = ∇ log p(λ_j) and kernel κ (Liu & Wang 2016,
-    eq. 8; SteinGP, notes/steingp.md §2.2):
+    eq. 8; SteinGP, Pinder, Nemeth & Leslie 2020, eq. 5 with the sign corrected below):
 
         φ(λ_i) = (1/J) Σ_j [κ(λ_j, λ_i) s_j + ∇_{λ_j} κ(λ_j, λ_i)],   i.e.  Φ = (KᵀS + R)/J.
 
@@ -21,7 +21,7 @@ def stein_variational_direction(
     each other. It is the derivative with respect to the *summed* particle λ_j, so any
     kernel works by autodiff. The SteinGP document's eq. 5 differentiates with respect
     to the evaluation point λ_i instead. For the RBF kernel that term attracts, and it is a
-    sign error (notes/steingp.md §2.2, erratum).
+    sign error.
 
     The V-statistic of the squared kernelised Stein discrepancy (Liu, Lee & Jordan 2016) is
 

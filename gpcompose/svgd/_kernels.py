@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
-from ..kernels._stationary import squared_distances
+from ..kernels import squared_distances
 
 
 class AbstractParticleKernel(eqx.Module):
@@ -85,7 +85,8 @@ def median_squared_lengthscale(particles: Float[Array, "J P"]) -> Float[Array, "
 
     D² is the full J×J matrix of squared distances ‖λ_i − λ_j‖², with its zero
     diagonal and both triangles. This is the convention of Liu & Wang's code and of the
-    SteinGP code (notes/steingp.md §2.3). The result is under `jax.lax.stop_gradient`.
+    SteinGP authors' code (the paper, Pinder, Nemeth & Leslie 2020, eq. 12, does not state the
+    formula). The result is under `jax.lax.stop_gradient`.
     It is floored at the machine epsilon of the particles' dtype, so that one particle
     (J = 1) or coincident particles give a finite kernel instead of exp(−0/0).
     """
@@ -96,7 +97,7 @@ def median_squared_lengthscale(particles: Float[Array, "J P"]) -> Float[Array, "
 
 
 class RBF(AbstractParticleKernel):
-    """κ(x, y) = exp(−‖x − y‖²/ℓ²), the particle kernel of SteinGP (notes/steingp.md eq 12).
+    """κ(x, y) = exp(−‖x − y‖²/ℓ²), the particle kernel of SteinGP (Pinder, Nemeth & Leslie 2020, eq. 12).
 
     With `lengthscale=None` (the default), ℓ is re-estimated at every step by the median
     heuristic ℓ² = median(D²)/log(J + 1) (`median_squared_lengthscale`). Otherwise ℓ is

@@ -49,7 +49,7 @@ class SVGDInfo(eqx.Module):
 
 class SVGD(eqx.Module):
     """Stein variational gradient descent (Liu & Wang 2016), as used by SteinGP
-    (notes/steingp.md §2.2–2.4).
+    (Pinder, Nemeth & Leslie 2020, Alg. 1 and eq. 12).
 
     The target is `log_density(particle, *args)`. A particle is any pytree of arrays, and
     the particles are the same pytree with a leading axis J on every leaf. At every step each
@@ -67,7 +67,7 @@ class SVGD(eqx.Module):
     **Minibatches.** Extra arguments of `step` go to `log_density`, so a minibatch B of N
     data points can be passed at each step. The score is then an estimate. It is unbiased
     when B is drawn uniformly and `log_density` scales the batch term by N/|B|
-    (notes/steingp.md eq. 10):
+    (Pinder, Nemeth & Leslie 2020, eq. 10):
 
         log p̂(λ) = log p₀(λ) + (N/|B|) Σ_{n∈B} log p(y_n | λ).
 

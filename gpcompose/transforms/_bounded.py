@@ -20,7 +20,8 @@ def _as_bounds(bounds: Float[ArrayLike, " D"], name: str) -> Array:
 
 class BoundedTransform(eqx.Module):
     """Coordinate-wise bijection between a box with possibly infinite sides and R^D
-    (SVBMC §2.1 and VBMC: inference runs in the unbounded space; `notes/svbmc.md` §2.1).
+    (inference runs in the unbounded space, as in VBMC, Acerbi 2018, and SVBMC, Li, Clarté &
+    Acerbi 2023, App. A.5).
 
     Per coordinate, with bounds (a, b), width w = b − a and z = (x − a)/w:
         a, b finite, "logit":   u = log z − log(1 − z),   x = a + w σ(u),

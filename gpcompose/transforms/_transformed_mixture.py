@@ -9,7 +9,7 @@ from ._bounded import BoundedTransform
 class TransformedMixture(eqx.Module):
     """Push-forward of a Gaussian mixture q on the unbounded space through
     `transform.from_unbounded`: the variational posterior in the original, bounded
-    coordinates (SVBMC §2.1, `notes/svbmc.md` §2.1).
+    coordinates (Li, Clarté & Acerbi 2023, App. A.5).
 
     Change of variables: p(x) = q(u(x)) / |dx/du|(u(x)), so
         log p(x) = log q(u(x)) − log|dx/du|(u(x))   inside the box, −∞ outside it.

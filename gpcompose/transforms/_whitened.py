@@ -9,7 +9,7 @@ from ._bounded import BoundedTransform
 class WhitenedTransform(eqx.Module):
     """A `BoundedTransform` x ↦ u followed by an affine whitening u ↦ w = L⁻¹(u − m)
     (VBMC's "variational whitening", Acerbi 2020; SVBMC App. A.5 describes it as
-    background, `notes/svbmc.md` §2.1).
+    background without saying whether SVBMC uses it).
 
     With m and L L^T the mean and covariance of a variational posterior in u, that
     posterior has zero mean and identity covariance in w, so an axis-aligned kernel, the

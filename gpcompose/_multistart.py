@@ -1,3 +1,6 @@
+"""A vmapped multi-start Adam maximiser, shared by the acquisition maximisers and the
+search for the extrema of GP sample paths."""
+
 from collections.abc import Callable
 
 import equinox as eqx
@@ -6,8 +9,8 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._finite import finite_optimiser_step
-from .._validation import check_box
+from ._finite import finite_optimiser_step
+from ._validation import check_box
 
 
 class MultistartResult(eqx.Module):
