@@ -6,12 +6,12 @@ Both libraries minimise the same function (the JAX definition of
 torch tensors) from the same max(d, 2) uniform initial points per seed, then spend 10d
 iterations, one point each, on the CPU:
 
-- **gpcompose** `bo.ask`/`bo.tell` with `acquisition="ei"` (log-EI) and `"bes"` (BES± with the
-  exact bounds f⁺ = −min f, f⁻ = −max f and the document's looseness): each `ask` refits the GP by
-  ML-II (BFGS) and maximises the acquisition (500 uniform candidates, 5 Adam restarts × 50 steps:
-  the `BOOptions` defaults, M = 200 samples for BES). `ask` compiles once (in the first
-  seed); the first call of every run is timed separately (`compile_seconds`) and left out of the
-  per-iteration times.
+- **gpcompose** `bo.BO` `ask`/`tell` with `bo.ExpectedImprovement()` (log-EI) and
+  `bo.BoundedEntropySearch()` (BES± with the exact bounds f⁺ = −min f, f⁻ = −max f and the document's
+  looseness), the initial points given to `init`: each `ask` refits the GP by ML-II (BFGS) and
+  maximises the acquisition (500 uniform candidates, 5 Adam restarts × 50 steps: the `bo.BO`
+  defaults, M = 200 samples for BES). `ask` compiles once (in the first seed); the first call of
+  every run is timed separately (`compile_seconds`) and left out of the per-iteration times.
 - **BoTorch** `SingleTaskGP` (inputs normalised to [0, 1]^d by the box, outcomes standardised),
   `fit_gpytorch_mll`, `LogExpectedImprovement` and `optimize_acqf` with 5 restarts from 500 raw
   samples (the same search budget as ours), float64, one torch thread (`torch.set_num_threads(1)`).
@@ -51,34 +51,34 @@ def initial_points(function, seed, num_initial):
     return lower + (upper - lower) * rng.uniform(size=(num_initial, function.dimension))
 
 
-def run_gpcompose(function, acquisition, seed, num_initial, budget, options):
-    """(evaluated values, per-iteration seconds, compile seconds) of one gpcompose run."""
+def run_gpcompose(function, learner, seed, num_initial, budget):
+    """(evaluated values, per-iteration seconds, compile seconds) of one gpcompose run: the
+    `ask`/`tell` loop of `gpcompose.run_black_box`, written out to time each `ask`."""
     evaluate = jax.jit(function)
-    bounds = dict(f_plus=-function.minimum, f_minus=-function.maximum) if acquisition == "bes" else {}
-    state = bo.init(
+    uses_bounds = isinstance(learner.acquisition, bo.BoundedEntropySearch)
+    bounds = dict(f_plus=-function.minimum, f_minus=-function.maximum) if uses_bounds else {}
+    X = initial_points(function, seed, num_initial)
+    values = [float(evaluate(jnp.asarray(x))) for x in X]
+    state = learner.init(
+        X,
+        -np.asarray(values),
         np.asarray(function.lower),
         np.asarray(function.upper),
-        budget=budget,
-        num_initial=num_initial,
-        options=dataclasses.replace(options, acquisition=acquisition),
+        budget=budget - num_initial,
         **bounds,
     )
-    values = []
-    for x in initial_points(function, seed, num_initial):
-        values.append(float(evaluate(jnp.asarray(x))))
-        state = bo.tell(state, x, -values[-1])
     key = jax.random.key(seed)
     seconds, compile_seconds = [], None
     for iteration in range(budget - num_initial):
         start = time.perf_counter()
-        x = jax.block_until_ready(bo.ask(state, jax.random.fold_in(key, iteration)))
+        x, _ = jax.block_until_ready(learner.ask(state, jax.random.fold_in(key, iteration)))
         elapsed = time.perf_counter() - start
         if compile_seconds is None:
             compile_seconds = elapsed
         else:
             seconds.append(elapsed)
         values.append(float(evaluate(x)))
-        state = bo.tell(state, x, -values[-1])
+        state, _ = learner.tell(state, x, -values[-1])
     return np.asarray(values), seconds, compile_seconds
 
 
@@ -128,10 +128,14 @@ def main():
     parser.add_argument("--restarts", type=int, default=5)
     add_output_dir_and_quick(parser)
     args = parser.parse_args()
-    options = bo.BOOptions(num_candidates=args.raw_samples, num_starts=args.restarts)
+    search, samples = dict(num_candidates=args.raw_samples, num_starts=args.restarts), {}
     if args.quick:
         args.seeds, args.raw_samples, args.restarts = 1, 32, 2
-        options = bo.BOOptions(num_samples=8, num_features=20, num_candidates=32, num_starts=2, search_steps=5)
+        search, samples = dict(num_candidates=32, num_starts=2, search_steps=5), dict(num_samples=8, num_features=20)
+    learners = {
+        "gpcompose EI": bo.BO(acquisition=bo.ExpectedImprovement(), **search),
+        "gpcompose BES±": bo.BO(acquisition=bo.BoundedEntropySearch(**samples), **search),
+    }
 
     import torch
 
@@ -148,10 +152,8 @@ def main():
                     values, seconds = run_botorch(function, seed, num_initial, budget, args.restarts, args.raw_samples)
                     compile_seconds = None
                 else:
-                    acquisition = "ei" if method == "gpcompose EI" else "bes"
-                    values, seconds, compile_seconds = run_gpcompose(
-                        function, acquisition, seed, num_initial, budget, options
-                    )
+                    learner = dataclasses.replace(learners[method], initial_design_size=num_initial)
+                    values, seconds, compile_seconds = run_gpcompose(function, learner, seed, num_initial, budget)
                 regret = np.minimum.accumulate(values) - function.minimum
                 records.append(
                     dict(
@@ -175,7 +177,7 @@ def main():
         seeds=args.seeds,
         raw_samples=args.raw_samples,
         restarts=args.restarts,
-        options={field.name: getattr(options, field.name) for field in dataclasses.fields(options)},
+        options=search | samples,
         quick=args.quick,
         botorch_version=botorch.__version__,
         torch_version=torch.__version__,

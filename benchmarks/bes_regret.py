@@ -6,7 +6,7 @@ Every function is minimised as the maximisation of −f, so f⁺ = −min f and 
 (exact bounds; η at the document's defaults η₊² = 0.02d, η₋² = 0.5d in standardised
 units). Budget: max(d, 2) uniform initial points (the document: d) plus 10d iterations.
 Simple regret after n evaluations: min_{i ≤ n} f(x_i) − min f. The target is
-JAX-traceable, so each (function, method) is one `bo.run` vmapped over the seeds.
+JAX-traceable, so each (function, method) is one `gpcompose.run_traceable` vmapped over the seeds.
 Sample counts and search settings are reduced from the defaults (`--samples`, …) to fit
 a 2-core CPU; the document uses M = 200.
 
@@ -44,21 +44,31 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import add_synthetic_function_options, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
+import gpcompose  # noqa: E402
 from gpcompose import bo  # noqa: E402
 from gpcompose.benchmarks import optimisation_functions  # noqa: E402
 
 plt = agg_pyplot()
 
 METHODS = {  # name: (acquisition, uses f⁺, uses f⁻)
-    "BES±": ("bes", True, True),
-    "BES+": ("bes", True, False),
-    "EI": ("ei", False, False),
-    "UCB": ("ucb", False, False),
-    "TS": ("ts", False, False),
-    "MES": ("mes", False, False),
-    "ERM": ("erm", True, False),
-    "random": ("random", False, False),
+    "BES±": (bo.BoundedEntropySearch, True, True),
+    "BES+": (bo.BoundedEntropySearch, True, False),
+    "EI": (bo.ExpectedImprovement, False, False),
+    "UCB": (bo.UpperConfidenceBound, False, False),
+    "TS": (bo.ThompsonSampling, False, False),
+    "MES": (bo.MaxValueEntropySearch, False, False),
+    "ERM": (bo.ExpectedRegretMinimisation, True, False),
+    "random": (bo.RandomSearch, False, False),
 }
+SEARCH_SETTINGS = ("num_candidates", "num_starts", "search_steps")  # `bo.BO` fields; the others are acquisitions'
+
+
+def make_learner(method, settings):
+    """The `bo.BO` of `method`: its acquisition takes those of `settings` that it has as fields."""
+    acquisition = METHODS[method][0]
+    names = {field.name for field in dataclasses.fields(acquisition)}
+    search = {name: settings[name] for name in SEARCH_SETTINGS}
+    return bo.BO(acquisition=acquisition(**{k: v for k, v in settings.items() if k in names}), **search)
 
 
 def output_scale(function, num_points=10_000):
@@ -68,27 +78,29 @@ def output_scale(function, num_points=10_000):
     return float(jnp.std(jax.vmap(function)(lower + (upper - lower) * u)))
 
 
-def run_method(function, method, seeds, options, eta_squared=0.0):
-    """Simple regret (seeds × evaluations) of one method, all seeds as one vmapped `bo.run`."""
-    acquisition, use_plus, use_minus = METHODS[method]
+def run_method(function, method, seeds, settings, eta_squared=0.0):
+    """Simple regret (seeds × evaluations) of one method, all seeds as one vmapped `run_traceable`."""
+    _, use_plus, use_minus = METHODS[method]
+    learner = make_learner(method, settings)
     dimension = function.dimension
     offset = math.sqrt(eta_squared) * output_scale(function) if eta_squared else 0.0
     keys = jax.random.split(jax.random.key(2021), seeds)
     signs = jnp.where(jax.random.bernoulli(jax.random.key(6), 0.5, (seeds, 2)), 1.0, -1.0)
 
     def one_run(key, sign):
-        state = bo.init(
+        state = learner.init(
+            np.zeros((0, dimension)),
+            np.zeros(0),
             np.asarray(function.lower),
             np.asarray(function.upper),
             budget=max(dimension, 2) + 10 * dimension,
             f_plus=-function.minimum + sign[0] * offset if use_plus else None,
             f_minus=-function.maximum + sign[1] * offset if use_minus else None,
-            options=dataclasses.replace(options, acquisition=acquisition),
         )
-        return bo.run(lambda x: -function(x), state, key)
+        return gpcompose.run_traceable(learner, lambda x: -function(x), state, key)
 
-    final = jax.jit(jax.vmap(one_run))(keys, signs)
-    targets = np.where(np.asarray(final.succeeded), np.asarray(final.targets), -np.inf)
+    final = jax.jit(jax.vmap(one_run))(keys, signs).evaluations
+    targets = np.where(np.asarray(final.succeeded), np.asarray(final.values), -np.inf)
     return -np.maximum.accumulate(targets, axis=1) - function.minimum
 
 
@@ -137,22 +149,24 @@ def main():
     parser.add_argument("--candidates", type=int, default=256)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--square-root-centre", choices=("data", "bound"), default="data", help="BOOptions field")
+    parser.add_argument(
+        "--square-root-centre", choices=("data", "bound"), default="data", help="the SRGP's prior centre (BES, ERM)"
+    )
     parser.add_argument("--name", default=None, help="the JSON is OUTPUT_DIR/NAME.json (default bes_regret)")
     parser.add_argument("--table", action="store_true", help="only print the table of the stored results")
     add_synthetic_function_options(parser)
     args = parser.parse_args()
-    options = bo.BOOptions(
-        num_samples=args.samples,
-        num_candidates=args.candidates,
-        num_starts=args.starts,
-        search_steps=args.steps,
-        square_root_centre=args.square_root_centre,
-    )
+    settings = {
+        "num_samples": args.samples,
+        "num_features": 100,
+        "num_candidates": args.candidates,
+        "num_starts": args.starts,
+        "search_steps": args.steps,
+        "square_root_centre": args.square_root_centre,
+    }
     seeds = args.seeds
     if args.quick:
-        quick = {"num_samples": 4, "num_features": 20, "num_candidates": 16, "num_starts": 2, "search_steps": 3}
-        options = dataclasses.replace(options, **quick)
+        settings |= {"num_samples": 4, "num_features": 20, "num_candidates": 16, "num_starts": 2, "search_steps": 3}
         seeds = 2
     output = Path(args.output_dir)
     stem = args.name or ("bes_regret_quick" if args.quick else "bes_regret")
@@ -164,7 +178,7 @@ def main():
         return
     meta = {
         "seeds": seeds,
-        "options": {field.name: getattr(options, field.name) for field in dataclasses.fields(options)},
+        "options": settings,
         "quick": args.quick,
         **host_summary(),
     }
@@ -180,7 +194,7 @@ def main():
                 if (name, method, eta_squared) in done:
                     continue
                 tic = time.time()
-                regret = run_method(functions[name], method, seeds, options, eta_squared)
+                regret = run_method(functions[name], method, seeds, settings, eta_squared)
                 seconds = time.time() - tic
                 records.append(
                     {

@@ -42,18 +42,23 @@ def branin(x):
 
 
 def settings(smoke):
-    """(budget in evaluations, the random initial design included, and `BOOptions`). The full
-    size is the document's protocol, max(d, 2) random points + 10d iterations, with fewer
+    """(budget in evaluations, the random initial design included, and the learners `{"BES": …, "EI": …}`).
+    The full size is the document's protocol, max(d, 2) random points + 10d iterations, with fewer
     samples and search steps than its M = 200 so that it runs in seconds on a CPU."""
     if smoke:
-        options = bo.BOOptions(
-            num_samples=16, num_features=50, num_candidates=64, num_starts=2, search_steps=10, fit_steps=40
-        )
-        return 16, options
-    return 22, bo.BOOptions(num_samples=32, num_features=100, num_candidates=128, num_starts=2, search_steps=20)
+        search = dict(num_candidates=64, num_starts=2, search_steps=10, fit_steps=40)
+        budget, samples = 16, dict(num_samples=16, num_features=50)
+    else:
+        search = dict(num_candidates=128, num_starts=2, search_steps=20)
+        budget, samples = 22, dict(num_samples=32, num_features=100)
+    learners = {
+        "BES": bo.BO(acquisition=bo.BoundedEntropySearch(**samples), **search),
+        "EI": bo.BO(acquisition=bo.ExpectedImprovement(), **search),
+    }
+    return budget, learners
 
 
-def minimise(acquisition, key, budget, options):
+def minimise(learner, key, budget):
     """One `bo.minimize` run on Branin; (result, wall seconds incl. compilation)."""
     start = time.perf_counter()
     found = bo.minimize(
@@ -62,10 +67,9 @@ def minimise(acquisition, key, budget, options):
         np.asarray(BRANIN.upper),
         key=key,
         budget=budget,
-        acquisition=acquisition,
+        learner=learner,
         f_plus=BRANIN.maximum,
         f_minus=BRANIN.minimum,
-        options=options,
     )
     return found, time.perf_counter() - start
 
@@ -77,9 +81,9 @@ def simple_regret(found):
 
 def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
     """BES and EI on Branin from the same seed; writes `<out_dir>/bes_branin.png`, returns the summary row."""
-    budget, options = settings(smoke)
-    bes, bes_seconds = minimise("bes", key, budget, options)
-    ei, ei_seconds = minimise("ei", key, budget, options)
+    budget, learners = settings(smoke)
+    bes, bes_seconds = minimise(learners["BES"], key, budget)
+    ei, ei_seconds = minimise(learners["EI"], key, budget)
     bes_regret, ei_regret = simple_regret(bes), simple_regret(ei)
     png = pathlib.Path(out_dir) / "bes_branin.png"
     plot({"BES": (bes, bes_regret), "EI": (ei, ei_regret)}, png)

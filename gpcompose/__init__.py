@@ -24,6 +24,8 @@ from . import transforms as transforms
 from ._errors import RESULTS as RESULTS
 from ._maximise import MaximiseResult as MaximiseResult
 from ._maximise import maximise as maximise
+from ._posterior_interface import AbstractGaussianPosterior as AbstractGaussianPosterior
+from ._posterior_interface import AbstractPosterior as AbstractPosterior
 from ._run import run as run
 from ._unstack import unstack as unstack
 from .active_learning import Checkpoint as Checkpoint

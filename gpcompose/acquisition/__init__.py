@@ -22,6 +22,4 @@ from ._log_bmc import log_soft_prospective as log_soft_prospective
 from ._log_bmc import log_uncertainty_sampling as log_uncertainty_sampling
 from ._log_bmc import log_variance_regulariser as log_variance_regulariser
 from ._max_value_entropy import max_value_entropy_search as max_value_entropy_search
-from ._predict import latent_lookahead_variance as latent_lookahead_variance
-from ._predict import latent_predict as latent_predict
 from ._uncertainty_sampling import log_prospective_uncertainty as log_prospective_uncertainty

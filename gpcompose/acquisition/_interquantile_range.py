@@ -4,9 +4,7 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp, ndtri
 from jaxtyping import Array, Float
 
-from ..gp import ExactPosterior
-from ..sparse import SparsePosterior
-from ._predict import latent_lookahead_variance
+from .._posterior_interface import AbstractPosterior
 
 
 def log_sinh(z: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
@@ -15,7 +13,7 @@ def log_sinh(z: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
 
 
 def log_expected_interquantile_range(
-    posterior: ExactPosterior | SparsePosterior,
+    posterior: AbstractPosterior,
     x: Float[Array, " D"],
     reference_points: Float[Array, "S D"],
     noise_variance: Float[Array, ""],
@@ -32,7 +30,7 @@ def log_expected_interquantile_range(
     this value.
     """
     alpha = ndtri(jnp.asarray(quantile, reference_points.dtype))
-    variance = latent_lookahead_variance(posterior, reference_points, x, noise_variance)
+    variance = posterior.lookahead_variance(reference_points, x, noise_variance)
     tiny = jnp.finfo(variance.dtype).tiny
     scaled_sd = alpha * jnp.sqrt(jnp.maximum(variance, tiny))
     return logsumexp(log_sinh(scaled_sd)) - math.log(reference_points.shape[0])

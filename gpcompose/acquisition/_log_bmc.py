@@ -84,4 +84,4 @@ LOG_BMC_ACQUISITIONS = {
     "mmlt": log_moment_matched_log_transform,
     "mmlt_p": log_prospective_moment_matched_log_transform,
 }
-"""The acquisitions by the names the BVBMC workflow accepts."""
+"""The acquisition functions by their short names (`bvbmc.BVBMC` takes them as modules)."""

@@ -1,14 +1,12 @@
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ..gp import ExactPosterior
+from .._posterior_interface import AbstractPosterior
 from ..mixtures import AbstractGaussianMixture
-from ..sparse import SparsePosterior, reducible_variance
-from ._predict import latent_predict
 
 
 def log_prospective_uncertainty(
-    posterior: ExactPosterior | SparsePosterior, mixture: AbstractGaussianMixture, x: Float[Array, " D"]
+    posterior: AbstractPosterior, mixture: AbstractGaussianMixture, x: Float[Array, " D"]
 ) -> Float[Array, ""]:
     """log a₁(x) = log s²(x) + log q(x) + f̄(x), prospective uncertainty sampling.
 
@@ -22,9 +20,6 @@ def log_prospective_uncertainty(
     input [ours]. With the floor, s² is flat where the data are dense and a₁'s maximiser
     stays at the top of q·exp(f̄) however often it is evaluated there.
     """
-    if isinstance(posterior, SparsePosterior):
-        mean, variance = reducible_variance(posterior, x[None, :])
-    else:
-        mean, variance = latent_predict(posterior, x[None, :])
+    mean, variance = posterior.reducible_predict(x[None, :])
     tiny = jnp.finfo(variance.dtype).tiny
     return jnp.log(jnp.maximum(variance[0], tiny)) + mixture.log_prob(x) + mean[0]

@@ -1,42 +1,30 @@
 import equinox as eqx
-import jax
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, Int
 
-from ._options import BOOptions
+from ..active_learning import AbstractLearnerState, Evaluations
 
 
-class BOState(eqx.Module):
-    """A Bayesian-optimisation run (maximisation) in fixed-capacity buffers.
+class BOState(AbstractLearnerState):
+    """A Bayesian-optimisation run (maximisation).
 
-    `inputs` are scaled to the unit cube [0, 1]^D (document Sec. 5); `targets` are the raw
-    values. One row per told evaluation, failed ones included (`succeeded` False), so
-    `ask`/`tell` compile once. The bounds are in raw units; an η of None means the
-    document's default in standardised units (`BOOptions`).
+    `evaluations` holds every evaluation, the given ones first, failed ones included: inputs
+    scaled to the unit cube [0, 1]^D (Nguyen, Deisenroth & Osborne 2021, Sec. 5), values in
+    raw units. The bounds f⁺, f⁻ and their looseness η₊, η₋ are in raw units; an η of None
+    means the learner's default in standardised units.
     """
 
-    inputs: Float[Array, "C D"]
-    targets: Float[Array, " C"]
-    evaluated: Bool[Array, " C"]
-    succeeded: Bool[Array, " C"]
-    num_evaluations: Int[Array, ""]
-    num_initial: Int[Array, ""]
+    evaluations: Evaluations
     lower: Float[Array, " D"]
     upper: Float[Array, " D"]
     f_plus: Float[Array, ""] | None
     f_minus: Float[Array, ""] | None
     eta_plus: Float[Array, ""] | None
     eta_minus: Float[Array, ""] | None
-    options: BOOptions = eqx.field(static=True)
-
-    @property
-    def capacity(self) -> int:
-        """C, the number of rows of the evaluation buffers: the total budget, initial design included."""
-        return self.targets.shape[0]
 
     @property
     def dimension(self) -> int:
         """The input dimension D."""
-        return self.inputs.shape[1]
+        return self.lower.shape[-1]
 
     def scale_to_unit(self, x: Float[Array, " D"]) -> Float[Array, " D"]:
         """Map raw inputs to the unit cube: u = (x − lower)/(upper − lower)."""
@@ -47,8 +35,32 @@ class BOState(eqx.Module):
         return self.lower + (self.upper - self.lower) * u
 
 
-def split_key(key: PRNGKeyArray, num: int):
-    """`jax.random.split`, accepting raw uint32 keys too."""
-    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.wrap_key_data(key)
-    return jax.random.split(key, num)
+class BOAskInfo(eqx.Module):
+    """Diagnostics of one `ask`: whether the point is from the uniform initial design
+    (`design`), the acquisition's value at it (`value`, in the acquisition's own units on
+    standardised outputs; NaN for design points and random search), for bounded entropy
+    search the number of accepted samples (`num_accepted`, −1 otherwise) and whether EI
+    chose the point instead (`fell_back`), and the number of evaluations above the
+    square-root GP's offset c that its fit clamped (`num_clamped`, 0 without it)."""
+
+    design: Bool[Array, ""]
+    value: Float[Array, ""]
+    num_accepted: Int[Array, ""]
+    fell_back: Bool[Array, ""]
+    num_clamped: Int[Array, ""]
+
+
+class BOUpdateInfo(eqx.Module):
+    """`BO.update` changes nothing (the surrogate is refitted in `ask`), so it reports nothing."""
+
+
+class BOResult(eqx.Module):
+    """Outcome of a BO run: the best evaluation (`x_best`, `y_best`), every successful
+    evaluation (`X`, `y`, the given ones included, in the original space and sign) and the
+    number of evaluations after `init` that failed."""
+
+    x_best: Float[Array, " D"]
+    y_best: Float[Array, ""]
+    X: Float[Array, "N D"]
+    y: Float[Array, " N"]
+    num_failed: int = eqx.field(static=True)

@@ -2,6 +2,7 @@
 with SE-ARD hyperparameters refitted by ML-II (with weak priors) at every iteration."""
 
 import math
+from collections.abc import Callable
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -10,17 +11,15 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from .. import gp
 from .._finite import all_finite
 from .._maximise import maximise
+from .._posterior_interface import AbstractPosterior
 from .._select import select_tree
 from ..bounded import (
     RootPriorMean,
-    SquareRootPosterior,
     condition_square_root,
-    predict_linearised,
     root_prior_mean,
-    square_root_lookahead_variance,
     square_root_pathwise,
+    square_root_targets,
 )
-from ..bounded._square_root import square_root_targets
 from ..kernels import SquaredExponential
 from ..means import AbstractMean, Zero
 from ..parameters import Positive
@@ -32,33 +31,27 @@ INITIAL_NOISE = 1e-3  # [ours] standardised units
 
 
 class Surrogate(eqx.Module):
-    """A fitted exact GP or square-root GP with its noise variance, seen through one
-    interface: `predict` (latent mean and variance of f; linearised for the SRGP),
-    `lookahead_variance` (after adding a point) and `samples` (pathwise)."""
+    """A fitted exact GP or square-root GP with its noise variance: `predict` (latent mean and
+    variance of f; linearised for the square-root GP), `lookahead_variance` (after adding a
+    point) and `samples` (pathwise, by the `sampler` that matches the posterior)."""
 
-    posterior: gp.ExactPosterior | SquareRootPosterior
+    posterior: AbstractPosterior
     noise_variance: Float[Array, ""]
+    sampler: Callable[..., AbstractSamples] = eqx.field(static=True)
 
     def predict(self, X: Float[Array, "Q D"]) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
-        """Latent mean and variance of f at `X`: exact for the GP, the first-order (linearised)
-        predictive of f = c − ½h² for the square-root GP (`bounded.predict_linearised`)."""
-        if isinstance(self.posterior, SquareRootPosterior):
-            return predict_linearised(self.posterior, X)
-        return gp.predict(self.posterior, X)
+        """Latent mean and variance of f at `X` (`AbstractPosterior.predict`)."""
+        return self.posterior.predict(X)
 
     def lookahead_variance(self, X_query: Float[Array, "Q D"], x: Float[Array, " D"]) -> Float[Array, " Q"]:
         """Latent variance at `X_query` after one more noisy observation at `x` (the variance
         reduction that entropy-search acquisitions need); hyperparameters held fixed."""
-        if isinstance(self.posterior, SquareRootPosterior):
-            return square_root_lookahead_variance(self.posterior, X_query, x, self.noise_variance)
-        return gp.lookahead_variance(self.posterior, X_query, x, self.noise_variance)
+        return self.posterior.lookahead_variance(X_query, x, self.noise_variance)
 
     def samples(self, key: PRNGKeyArray, num_samples: int, num_features: int) -> AbstractSamples:
         """`num_samples` pathwise posterior functions with `num_features` random Fourier features
         (`sampling.pathwise`, or `bounded.square_root_pathwise` for the square-root GP)."""
-        if isinstance(self.posterior, SquareRootPosterior):
-            return square_root_pathwise(key, self.posterior, num_samples, num_features)
-        return pathwise(key, self.posterior, num_samples, num_features)
+        return self.sampler(key, self.posterior, num_samples, num_features)
 
 
 def _initial_parameters(dimension: int, variance: Float[Array, ""]) -> dict:
@@ -114,6 +107,6 @@ def fit_surrogate(
     noise_variance = parameters["noise"].value
     if offset is None:
         posterior = gp.condition(parameters["kernel"], mean, X, targets, noise_variance, mask=mask)
-    else:
-        posterior = condition_square_root(parameters["kernel"], X, y, noise_variance, offset, mean=mean, mask=mask)
-    return Surrogate(posterior, noise_variance)
+        return Surrogate(posterior, noise_variance, pathwise)
+    posterior = condition_square_root(parameters["kernel"], X, y, noise_variance, offset, mean=mean, mask=mask)
+    return Surrogate(posterior, noise_variance, square_root_pathwise)

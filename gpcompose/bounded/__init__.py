@@ -8,6 +8,7 @@ from ._bounds import log_weights as log_weights
 from ._square_root import RootPriorMean as RootPriorMean
 from ._square_root import SquareRootPosterior as SquareRootPosterior
 from ._square_root import SquareRootSamples as SquareRootSamples
+from ._square_root import check_root_centre as check_root_centre
 from ._square_root import condition_square_root as condition_square_root
 from ._square_root import predict_linearised as predict_linearised
 from ._square_root import predict_moment_matched as predict_moment_matched
@@ -15,4 +16,5 @@ from ._square_root import root_prior_mean as root_prior_mean
 from ._square_root import square_root_lookahead_variance as square_root_lookahead_variance
 from ._square_root import square_root_offset as square_root_offset
 from ._square_root import square_root_pathwise as square_root_pathwise
+from ._square_root import square_root_targets as square_root_targets
 from ._weighted import weighted_mean as weighted_mean

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .. import gp
+from .._posterior_interface import AbstractPosterior
 from .._validation import check_inputs, check_targets
 from ..kernels import AbstractKernel
 from ..means import AbstractMean, Constant
@@ -13,7 +14,7 @@ from ..sampling import AbstractSamples, PathwiseSamples, pathwise
 from ._bounds import Bounds
 
 
-class SquareRootPosterior(eqx.Module):
+class SquareRootPosterior(AbstractPosterior):
     """The square-root GP f(x) = c − ½ h(x)², h ~ GP (document §3.3, eq. 5, after
     Gunter et al. 2014), conditioned on h_i = √(2(c − y_i)).
 
@@ -25,6 +26,22 @@ class SquareRootPosterior(eqx.Module):
     root: gp.ExactPosterior
     offset: Float[Array, ""]
     num_clamped: Int[Array, ""]
+
+    def predict(self, X):
+        """The linearised predictive of f (`predict_linearised`)."""
+        return predict_linearised(self, X)
+
+    def lookahead_variance(self, X_query, x, noise_variance):
+        """The linearised f-variance after observing h at `x` (`square_root_lookahead_variance`)."""
+        return square_root_lookahead_variance(self, X_query, x, noise_variance)
+
+    def update(self, x, y, noise_variance):
+        """The posterior with one more observation y of f at `x`: h = √(2 max(c − y, 0)) appended
+        to the GP of h (rank-1) with h-space noise σ², clamped as in `condition_square_root`."""
+        y = jnp.asarray(y, self.offset.dtype)
+        h, clamped = square_root_targets(y[None], self.offset, jnp.ones((1,), bool))
+        root = gp.update(self.root, x, h[0], noise_variance)
+        return SquareRootPosterior(root, self.offset, self.num_clamped + clamped)
 
 
 def square_root_offset(bounds: Bounds) -> Float[Array, ""]:

@@ -1,17 +1,17 @@
-import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._errors import RESULTS
 from .._jit import public_jit
-from .._linalg import CholeskyFactor, cholesky, cholesky_solve
+from .._linalg import CholeskyFactor, cholesky, cholesky_solve, solve_triangular
 from .._observations import Observations, centred_targets, check_prior, make_observations, padded_gram
+from .._posterior_interface import AbstractGaussianPosterior
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
 from ..parameters import AbstractParameter, value_of
 
 
-class ExactPosterior(eqx.Module):
+class ExactPosterior(AbstractGaussianPosterior):
     """A GP conditioned on Gaussian observations, with its factorisation cached.
 
     With K = k(X, X) and D = diag(σ²_n):
@@ -31,6 +31,37 @@ class ExactPosterior(eqx.Module):
         """`RESULTS.successful`, or `RESULTS.cholesky_failed` when the factorisation of K + D failed
         even at the largest jitter (the state then holds finite placeholders)."""
         return self.factor.result
+
+    # The methods of `AbstractPosterior` are the module's functions (`gp.predict`, …),
+    # imported on call: those modules import this one.
+    def predict(self, X):
+        """`gp.predict(self, X)`."""
+        from ._predict import predict
+
+        return predict(self, X)
+
+    def lookahead_variance(self, X_query, x, noise_variance):
+        """`gp.lookahead_variance(self, X_query, x, noise_variance)`."""
+        from ._predict import lookahead_variance
+
+        return lookahead_variance(self, X_query, x, noise_variance)
+
+    def update(self, x, y, noise_variance):
+        """`gp.update(self, x, y, noise_variance)`."""
+        from ._update import update
+
+        return update(self, x, y, noise_variance)
+
+    @property
+    def support(self):
+        """The training inputs and the mask of the used buffer rows."""
+        return self.observations.inputs, self.observations.mask
+
+    def functional_moments(self, cross):
+        """(c (K + D)⁻¹ (y − m(X)), c (K + D)⁻¹ cᵀ) for cross-covariances c with f(X)
+        (Rasmussen & Williams 2006, eqs. 2.25–2.26 applied to linear functionals)."""
+        projected = solve_triangular(self.factor.lower, cross.T)
+        return cross @ self.weights, projected.T @ projected
 
 
 def noisy_gram(kernel: AbstractKernel, observations: Observations) -> Float[Array, "C C"]:

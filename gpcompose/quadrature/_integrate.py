@@ -17,9 +17,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._jit import public_jit
-from .._linalg import solve_triangular
-from ..gp import ExactPosterior
-from ..sparse import SparsePosterior
+from .._posterior_interface import AbstractGaussianPosterior
 from ._embeddings import component_kernel_double_means, component_kernel_means
 from ._mean_integrals import component_mean_integrals
 from ._measures import measure_components
@@ -27,33 +25,27 @@ from ._measures import measure_components
 
 @public_jit(static_argnames=("degree",))
 def integrate_components(
-    posterior: ExactPosterior | SparsePosterior, measure, *, degree: int | None = None
+    posterior: AbstractGaussianPosterior, measure, *, degree: int | None = None
 ) -> tuple[Float[Array, " K"], Float[Array, "K K"]]:
     """Mean (K,) and covariance (K, K) of the per-component integrals I_k = ∫ f N_k."""
-    if not isinstance(posterior, (ExactPosterior, SparsePosterior)):
-        raise ValueError(f"`posterior` must be an ExactPosterior or a SparsePosterior, got {type(posterior).__name__}.")
+    if not isinstance(posterior, AbstractGaussianPosterior):
+        raise ValueError(f"`posterior` must be a Gaussian posterior (exact or sparse), got {type(posterior).__name__}.")
     _, means, covariances, _ = measure_components(measure)
-    dimension = posterior.observations.inputs.shape[1]
-    if means.shape[1] != dimension:
-        raise ValueError(f"`measure` has dimension {means.shape[1]} but the posterior's inputs have {dimension}.")
+    support, used = posterior.support
+    if means.shape[1] != support.shape[1]:
+        raise ValueError(
+            f"`measure` has dimension {means.shape[1]} but the posterior's inputs have {support.shape[1]}."
+        )
     mean_part = component_mean_integrals(posterior.mean, means, covariances, degree)
     double = component_kernel_double_means(posterior.kernel, measure, measure, degree=degree)
-    if isinstance(posterior, ExactPosterior):
-        observations = posterior.observations
-        embeddings = component_kernel_means(posterior.kernel, measure, observations.inputs, degree=degree)
-        embeddings = jnp.where(observations.mask[None, :], embeddings, 0.0)
-        projected = solve_triangular(posterior.factor.lower, embeddings.T)
-        return mean_part + embeddings @ posterior.weights, double - projected.T @ projected
-    embeddings = component_kernel_means(posterior.kernel, measure, posterior.inducing_inputs, degree=degree)
-    embeddings = jnp.where(posterior.inducing_mask[None, :], embeddings, 0.0)
-    a = solve_triangular(posterior.inducing_factor.lower, embeddings.T)
-    b = solve_triangular(posterior.inner_lower, a)
-    return mean_part + b.T @ posterior.inner_weights, double - a.T @ a + b.T @ b
+    embeddings = component_kernel_means(posterior.kernel, measure, support, degree=degree)
+    shift, reduction = posterior.functional_moments(jnp.where(used[None, :], embeddings, 0.0))
+    return mean_part + shift, double - reduction
 
 
 @public_jit(static_argnames=("degree",))
 def integrate(
-    posterior: ExactPosterior | SparsePosterior, measure, *, degree: int | None = None
+    posterior: AbstractGaussianPosterior, measure, *, degree: int | None = None
 ) -> tuple[Float[Array, ""], Float[Array, ""]]:
     """Posterior mean and variance of ∫ f(x) q(x) dx for a Gaussian or Gaussian-mixture q.
 

@@ -1,4 +1,3 @@
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
@@ -7,13 +6,14 @@ from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky, solve_triangular
 from .._observations import Observations, centred_targets, check_prior, make_observations, padded_gram
+from .._posterior_interface import AbstractGaussianPosterior
 from .._validation import check_inputs, require_finite
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
 from ..parameters import AbstractParameter, value_of
 
 
-class SparsePosterior(eqx.Module):
+class SparsePosterior(AbstractGaussianPosterior):
     """Heteroskedastic SGPR (Titsias 2009) in the stable form of SVBMC App. C.3–C.4.
 
     With inducing inputs Z, D = diag(σ²_n) and ȳ = y − m(X):
@@ -42,6 +42,46 @@ class SparsePosterior(eqx.Module):
     def inner_weights(self) -> Float[Array, " M"]:
         """c = L_S⁻¹ r."""
         return solve_triangular(self.inner_lower, self.projected_residual)
+
+    # The methods of `AbstractPosterior` are the module's functions (`sparse.predict`, …),
+    # imported on call: those modules import this one.
+    def predict(self, X):
+        """`sparse.predict(self, X)`."""
+        from ._predict import predict
+
+        return predict(self, X)
+
+    def reducible_predict(self, X):
+        """`sparse.reducible_variance(self, X)`: the variance less the floor that the jitter of
+        K_ZZ leaves even at an inducing input, which no observation removes."""
+        from ._predict import reducible_variance
+
+        return reducible_variance(self, X)
+
+    def lookahead_variance(self, X_query, x, noise_variance):
+        """`sparse.lookahead_variance(self, X_query, x, noise_variance)`."""
+        from ._predict import lookahead_variance
+
+        return lookahead_variance(self, X_query, x, noise_variance)
+
+    def update(self, x, y, noise_variance):
+        """`sparse.update(self, x, y, noise_variance)` (the inducing inputs unchanged)."""
+        from ._update import update
+
+        return update(self, x, y, noise_variance)
+
+    @property
+    def support(self):
+        """The inducing inputs Z and the mask of the used inducing slots."""
+        return self.inducing_inputs, self.inducing_mask
+
+    def functional_moments(self, cross):
+        """(bᵀ c, aᵀa − bᵀb) with a = L⁻¹ cᵀ, b = L_S⁻¹ a, c = L_S⁻¹ r: the SGPR mean and the
+        covariance reduction K_ZZ⁻¹ − Σ = L⁻ᵀ(I − S⁻¹)L⁻¹ applied to cross-covariances c
+        with f(Z) (Li, Clarté & Acerbi 2023, eqs. S14–S15)."""
+        a = solve_triangular(self.inducing_factor.lower, cross.T)
+        b = solve_triangular(self.inner_lower, a)
+        return b.T @ self.inner_weights, a.T @ a - b.T @ b
 
 
 INDUCING_JITTER = 1e-6
