@@ -85,6 +85,37 @@ def maximise_multistart(
     return MultistartResult(start_x[best], start_values[best], start_x, start_values)
 
 
+def maximise_from_candidates(
+    objective: Callable[[Float[Array, " D"]], Float[Array, ""]],
+    candidates: Float[Array, "P D"],
+    *,
+    num_starts: int,
+    values: Float[Array, " P"] | None = None,
+    scale: Float[Array, " D"] | None = None,
+    num_steps: int = 50,
+    learning_rate: float = 0.05,
+    lower: Float[Array, " D"] | None = None,
+    upper: Float[Array, " D"] | None = None,
+) -> MultistartResult:
+    """Maximise `objective` from the `num_starts` best of `candidates`: their `values` (the
+    objective at every candidate, vmapped, unless given; non-finite ones rank last) pick the
+    starts of `maximise_multistart`, which takes the remaining arguments."""
+    if num_starts > candidates.shape[0]:
+        raise ValueError(f"`num_starts` ({num_starts}) must not exceed the {candidates.shape[0]} candidates.")
+    if values is None:
+        values = jax.vmap(objective)(candidates)
+    _, rows = jax.lax.top_k(jnp.where(jnp.isfinite(values), values, -jnp.inf), num_starts)
+    return maximise_multistart(
+        objective,
+        candidates[rows],
+        scale=scale,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        lower=lower,
+        upper=upper,
+    )
+
+
 def maximise_on_box(
     key: PRNGKeyArray,
     objective: Callable[[Float[Array, " D"]], Float[Array, ""]],
@@ -97,10 +128,9 @@ def maximise_on_box(
     learning_rate: float = 0.05,
     extra_candidates: Float[Array, "E D"] | None = None,
 ) -> MultistartResult:
-    """Maximise `objective` on the box [`lower`, `upper`]: evaluate it (vmapped) on
-    `num_candidates` uniform points plus any `extra_candidates`, and start
-    `maximise_multistart` (steps in units of the box width, iterates clipped to the box)
-    from the `num_starts` best."""
+    """Maximise `objective` on the box [`lower`, `upper`] by `maximise_from_candidates` from
+    `num_candidates` uniform points plus any `extra_candidates` (clipped to the box), with
+    steps in units of the box width and iterates clipped to the box."""
     lower, upper = check_box(lower, upper)
     if num_starts > num_candidates:
         raise ValueError(f"`num_starts` ({num_starts}) must not exceed `num_candidates` ({num_candidates}).")
@@ -110,11 +140,10 @@ def maximise_on_box(
         candidates = jnp.concatenate(
             [candidates, jnp.clip(extra_candidates.astype(lower.dtype), lower[None, :], upper[None, :])]
         )
-    values = jax.vmap(objective)(candidates)
-    _, rows = jax.lax.top_k(jnp.where(jnp.isfinite(values), values, -jnp.inf), num_starts)
-    return maximise_multistart(
+    return maximise_from_candidates(
         objective,
-        candidates[rows],
+        candidates,
+        num_starts=num_starts,
         scale=upper - lower,
         num_steps=num_steps,
         learning_rate=learning_rate,

@@ -2,6 +2,7 @@
 multi-start maximiser."""
 
 from .._multistart import MultistartResult as MultistartResult
+from .._multistart import maximise_from_candidates as maximise_from_candidates
 from .._multistart import maximise_multistart as maximise_multistart
 from .._multistart import maximise_on_box as maximise_on_box
 from ._bounded_entropy_search import BoundedEntropySearchCache as BoundedEntropySearchCache

@@ -3,7 +3,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._multistart import maximise_multistart
+from .._multistart import maximise_from_candidates
 from .._validation import check_box
 from ._base import AbstractSamples
 
@@ -54,10 +54,11 @@ def _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_
     num_samples = samples.num_samples
 
     def search(index, sign):
-        _, rows = jax.lax.top_k(sign * values[index], num_starts)
-        result = maximise_multistart(
+        result = maximise_from_candidates(
             lambda x: sign * samples.evaluate(index, x),
-            candidates[rows],
+            candidates,
+            num_starts=num_starts,
+            values=sign * values[index],
             scale=upper - lower,
             num_steps=num_steps,
             learning_rate=learning_rate,
