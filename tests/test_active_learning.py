@@ -101,13 +101,20 @@ def test_buffer_counts_and_full_error():
         Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.ones(2, bool), budget=2.5)
 
 
-def test_update_key_depends_on_the_evaluation():
-    ev = Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.ones(2, bool), budget=2)
+def test_update_key_depends_on_the_initial_evaluations_and_the_count_only():
+    def start(y):
+        return Evaluations.start(jnp.asarray(X0), jnp.asarray(y), jnp.ones(2), jnp.ones(2, bool), budget=2)
+
+    ev = start(Y0)
     a = ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
     b = ev.record(jnp.ones(2), jnp.asarray(1.5), jnp.asarray(1.0), jnp.asarray(True))
-    data = [jax.random.key_data(update_key(e)) for e in (ev, a, b, a)]
-    assert not np.array_equal(data[0], data[1]) and not np.array_equal(data[1], data[2])
-    assert np.array_equal(data[1], data[3])
+    c = start(Y0 + 0.5).record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
+    near = start(Y0 * (1 + 1e-12)).record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
+    data = {name: jax.random.key_data(update_key(e)) for name, e in dict(ev=ev, a=a, b=b, c=c, near=near).items()}
+    assert not np.array_equal(data["ev"], data["a"])  # another count
+    assert not np.array_equal(data["a"], data["c"])  # other initial evaluations
+    assert np.array_equal(data["a"], data["b"])  # the evaluations since init do not enter
+    assert np.array_equal(data["a"], data["near"])  # nor rounding in the initial ones
 
 
 def faulty(x):
