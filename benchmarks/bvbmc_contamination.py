@@ -12,8 +12,8 @@ NUTS reference posterior.
   outputscale −C/2 as the library's default start; ML-II by `bvbmc.init`); then by ask/tell
   40 MMLT acquisitions (v_reg = 10⁻², the code's pre-phase) followed by 100 iterations choosing
   PROP or MMLT at random (v_reg = 10⁻¹); joint update every 20 boosting steps; 180 evaluations.
-  The two phases are two `BVBMCOptions` on one state (the options are static: `ask`/`tell`
-  compile once per phase). Every other constant is at its default (`BVBMCOptions`,
+  The two phases are two `bvbmc.BVBMC` learners on one state (states hold no options: `ask`/`tell`
+  compile once per phase). Every other constant is at its default (`bvbmc.BVBMC`,
   `boosting.Boosting`). Summaries from 10⁵ draws of the mixture mapped to θ.
 - **Reference**: numpyro NUTS (dense mass, target acceptance 0.9) on U(z) = −log p(z), `--mcmc-chains`
   chains from prior draws, `--mcmc-warmup` + `--mcmc-samples` each; split R-hat and ESS; log Z by
@@ -90,21 +90,22 @@ def summaries(parameters):
 
 
 def run_settings(quick):
-    """(budgets of the two phases, options of each phase, Boosting): the thesis's, or a smoke run."""
-    pre = bvbmc.BVBMCOptions(acquisitions=("mmlt",), variance_threshold=1e-2)
-    main_options = bvbmc.BVBMCOptions(acquisitions=("prop", "mmlt"), variance_threshold=1e-1)
+    """(budgets of the two phases, the learner of each phase, without its initial kernel): the
+    thesis's, or a smoke run."""
+    pre = dict(acquisitions=(bvbmc.MomentMatchedLogTransform(),), variance_threshold=1e-2)
+    main = dict(acquisitions=(bvbmc.Prospective(), bvbmc.MomentMatchedLogTransform()), variance_threshold=1e-1)
     if not quick:
-        return (40, 100), (pre, main_options), boosting.Boosting()
+        algorithm = boosting.Boosting(joint_update_every=20)
+        return (40, 100), (bvbmc.BVBMC(boosting=algorithm, **pre), bvbmc.BVBMC(boosting=algorithm, **main))
     tiny = dict(max_components=4, initial_joint_steps=20, num_candidates=8, search_steps=3)
-    return (
-        (2, 2),
-        (dataclasses.replace(pre, **tiny), dataclasses.replace(main_options, **tiny)),
-        boosting.Boosting(relbo_steps=10, relbo_samples=16, weight_samples=16, joint_steps=10),
+    algorithm = boosting.Boosting(
+        relbo_steps=10, relbo_samples=16, weight_samples=16, joint_steps=10, joint_update_every=20
     )
+    return (2, 2), (bvbmc.BVBMC(boosting=algorithm, **pre, **tiny), bvbmc.BVBMC(boosting=algorithm, **main, **tiny))
 
 
 def initial_kernel(z, y):
-    """Product Matérn-3/2 started as the library's default Matérn-5/2 is (`bvbmc._surrogate.initial_prior`):
+    """Product Matérn-3/2 started as `bvbmc.BVBMC`'s default Matérn-5/2 kernel is:
     lengthscales the sd of the inputs, outputscale −C/2 with C = ỹ_min − (ỹ_max − ỹ_min) of the
     normalised outputs (1 if C ≥ 0)."""
     scaled = (y - np.mean(y)) / np.std(y, ddof=1)
@@ -113,30 +114,21 @@ def initial_kernel(z, y):
     return ProductMatern(1.5, lengthscale=Positive(jnp.asarray(np.std(z, axis=0))), variance=Positive(outputscale))
 
 
-def run_bvbmc(problem, seed, budgets, phase_options, algorithm):
+def run_bvbmc(problem, seed, budgets, phase_learners):
     log_density = eqx.filter_jit(lambda model, z: model.log_density(z))
     z0 = np.asarray(problem.to_unconstrained(problem.sample_prior(jax.random.key(1000 + seed), 40)))
     y0 = np.array([float(log_density(problem, z)) for z in z0])
     start = time.perf_counter()
-    state = bvbmc.init(
-        z0,
-        y0,
-        key=jax.random.key(seed),
-        budget=sum(budgets),
-        kernel=initial_kernel(z0, y0),
-        joint_update_every=20,
-        boosting=algorithm,
-        options=phase_options[0],
-    )
+    kernel = initial_kernel(z0, y0)
+    learners = [dataclasses.replace(learner, kernel=kernel) for learner in phase_learners]
+    state = learners[0].init(z0, y0, budget=sum(budgets), key=jax.random.key(seed))
     loop_key = jax.random.fold_in(jax.random.key(seed), 1)
-    acquisitions = []
-    for phase, options in enumerate(phase_options):
-        state = dataclasses.replace(state, options=dataclasses.replace(options, budget=state.options.budget))
-        for _ in range(budgets[phase]):
-            x = bvbmc.ask(state, jax.random.fold_in(loop_key, int(state.num_evaluations)))
-            state = bvbmc.tell(state, x, log_density(problem, x))
-            acquisitions.append("/".join(options.acquisitions))
-    result = bvbmc.result(state)
+    for learner, budget in zip(learners, budgets):
+        ask, tell = eqx.filter_jit(learner.ask), eqx.filter_jit(learner.tell)
+        for _ in range(budget):
+            x, _ = ask(state, jax.random.fold_in(loop_key, int(state.evaluations.num_evaluations)))
+            state, _ = tell(state, x, log_density(problem, x))
+    result = learners[-1].result(state)
     wall = time.perf_counter() - start
     z = np.asarray(result.posterior.sample(jax.random.key(10_000 + seed), NUM_POSTERIOR_DRAWS))
     theta = np.asarray(problem.to_constrained(z))
@@ -197,7 +189,7 @@ def main():
     if arguments.quick:
         arguments.mcmc_chains, arguments.mcmc_warmup, arguments.mcmc_samples = 2, 50, 50
         arguments.importance_proposals = 2000
-    budgets, phase_options, algorithm = run_settings(arguments.quick)
+    budgets, phase_learners = run_settings(arguments.quick)
     problem = ContaminationSource()
 
     suffix = "_quick" if arguments.quick else ""
@@ -225,7 +217,7 @@ def main():
     print(json.dumps(reference), flush=True)
     records, bvbmc_theta = output["records"], []
     for seed in range(arguments.seeds):
-        record, theta = run_bvbmc(problem, seed, budgets, phase_options, algorithm)
+        record, theta = run_bvbmc(problem, seed, budgets, phase_learners)
         records.append(record)
         bvbmc_theta.append(theta)
         save()

@@ -3,7 +3,7 @@
 thesis's torch-seeded −1.6585 / 25.0316 and are computed exactly).
 
 - **passive**: 51 evaluations on a uniform grid over [−20, 20], then 50 boosting steps with no new
-  evaluations (`bvbmc.init` with budget 0 fits the GP and q₀; `boosting.Boosting.step` by hand),
+  evaluations (`BVBMC.init` with budget 0 fits the GP and q₀; `boosting.Boosting.step` by hand),
   joint update every 10 steps.
 - **active**: 5 initial points ±10|N(0, 1)| (the code's `sampling1(scale=10)`), then 50 iterations of
   `bvbmc.fit` (PROP/MMLT at random, v_reg = 1e-3 as in the code), joint update every 10.
@@ -56,13 +56,13 @@ def math_log10(value):
     return float(np.log10(max(value, 1e-16)))
 
 
-def passive(iterations, algorithm, options, seed):
+def passive(iterations, learner, seed):
     grid = np.linspace(-20.0, 20.0, 51)[:, None]
     values = np.asarray(jax.vmap(log_density)(jnp.asarray(grid)))
     start = time.perf_counter()
-    state = bvbmc.init(grid, values, key=jax.random.key(seed), budget=0, boosting=algorithm, options=options)
+    state = learner.init(grid, values, budget=0, key=jax.random.key(seed))
     boosting_state = state.boosting
-    step = eqx.filter_jit(state.algorithm.step)
+    step = eqx.filter_jit(learner.boosting.step)
     history = [errors(boosting_state.mixture)]
     for key in jax.random.split(jax.random.key(seed + 1), iterations):
         boosting_state, _ = step(boosting_state, key)
@@ -70,14 +70,14 @@ def passive(iterations, algorithm, options, seed):
     return history, time.perf_counter() - start
 
 
-def active(iterations, algorithm, options, seed):
+def active(iterations, learner, seed):
     X0 = np.asarray(10.0 * jnp.abs(jax.random.normal(jax.random.key(seed), (5, 1))))
     X0 = X0 * np.where(np.arange(5)[:, None] % 2 == 0, 1.0, -1.0)
     history = []
     jitted = jax.jit(log_density)
 
-    def record(state):
-        history.append(errors(state.boosting.mixture))
+    def record(progress):
+        history.append(errors(progress.state.boosting.mixture))
 
     start = time.perf_counter()
     bvbmc.fit(
@@ -85,9 +85,7 @@ def active(iterations, algorithm, options, seed):
         X0,
         key=jax.random.key(seed),
         budget=iterations,
-        boosting=algorithm,
-        options=dataclasses.replace(options, variance_threshold=1e-3),
-        joint_update_every=10,
+        learner=dataclasses.replace(learner, variance_threshold=1e-3),
         callback=record,
     )
     return history, time.perf_counter() - start
@@ -101,15 +99,17 @@ def main():
     arguments = parser.parse_args()
     iterations = arguments.iterations
     algorithm = boosting.Boosting(joint_update_every=10)
-    options = bvbmc.BVBMCOptions()
+    learner = bvbmc.BVBMC(boosting=algorithm)
     if arguments.quick:
         iterations = 2
         algorithm = boosting.Boosting(
             relbo_steps=10, relbo_samples=16, weight_samples=16, joint_steps=10, joint_update_every=10
         )
-        options = bvbmc.BVBMCOptions(max_components=4, initial_joint_steps=20, num_candidates=8, search_steps=3)
-    passive_history, passive_wall = passive(iterations, algorithm, options, arguments.seed)
-    active_history, active_wall = active(iterations, algorithm, options, arguments.seed)
+        learner = bvbmc.BVBMC(
+            max_components=4, initial_joint_steps=20, num_candidates=8, search_steps=3, boosting=algorithm
+        )
+    passive_history, passive_wall = passive(iterations, learner, arguments.seed)
+    active_history, active_wall = active(iterations, learner, arguments.seed)
     output = {
         "date": utc_timestamp(),
         "true_mean": TRUE_MEAN,

@@ -209,7 +209,7 @@ def main():
     parser.add_argument("--resume", action="store_true", help="keep the runs of an existing JSON, skip them")
     add_output_dir_and_quick(parser)
     args = parser.parse_args()
-    budget, options, algorithm = run_settings(args.budget, args.quick)
+    budget, learner = run_settings(args.budget, args.quick)
 
     name = "bvbmc_pyvbmc_quick" if args.quick else "bvbmc_pyvbmc"
     json_path = args.output_dir / f"{name}.json"
@@ -238,7 +238,7 @@ def main():
                 max_fun_evals = 10 * dimension + budget
                 settings = (problem, dimension, seed, args.problem_seed)
                 if (METHODS[0], problem, dimension, seed) not in done:
-                    record = timed(METHODS[0], run, *settings, budget, options, algorithm)
+                    record = timed(METHODS[0], run, *settings, budget, learner)
                     record.update(problem=problem, dimension=dimension, seed=seed)
                     records.append(record)
                     print(json.dumps(record), flush=True)

@@ -10,9 +10,10 @@ The targets are `gpcompose.benchmarks.Lumpy`, `Cigar` and `StudentT` (exact mean
 the initial design is `gpcompose.benchmarks.vbmc_toy_initial_points`.
 Each problem instance is drawn once with `--problem-seed`; each run seed draws its own 10D initial
 points x = 5|N(0, 1)| u with u uniform on the sphere (the thesis's code) and calls `bvbmc.fit` with
-`budget` = 100 (total evaluations 10D + 100), the default kernel (product Matérn-5/2), acquisitions
-chosen at random between PROP and MMLT, joint update every 20 iterations, and every other constant at
-its default (`BVBMCOptions`, `boosting.Boosting`). The ground-truth moments are exact (closed form).
+`budget` = 100 (total evaluations 10D + 100) and the default learner `bvbmc.BVBMC()`: the product
+Matérn-5/2 kernel, acquisitions chosen at random between PROP and MMLT, joint update every 20
+iterations, and every other constant at its default (`bvbmc.BVBMC`, `boosting.Boosting`). The
+ground-truth moments are exact (closed form).
 
 Metrics: gsKL = ½[KL(N_q‖N_p) + KL(N_p‖N_q)] between the moment-matched Gaussians (the ½ is
 gpcompose's convention; the thesis does not state its own), ‖μ − μ₀‖₂ and ‖Σ − Σ₀‖_F/‖Σ₀‖_F; the
@@ -79,28 +80,22 @@ def moment_metrics(mean, covariance, target):
 
 
 def run_settings(budget, quick):
-    """(budget, `BVBMCOptions`, `Boosting`): the defaults, or with `quick` a tiny smoke configuration."""
+    """(budget, `bvbmc.BVBMC` learner): the defaults, or with `quick` a tiny smoke configuration."""
     if not quick:
-        return budget, bvbmc.BVBMCOptions(), boosting.Boosting()
-    return (
-        3,
-        bvbmc.BVBMCOptions(max_components=4, initial_joint_steps=20, num_candidates=8, search_steps=3),
-        boosting.Boosting(relbo_steps=10, relbo_samples=16, weight_samples=16, joint_steps=10),
+        return budget, bvbmc.BVBMC()
+    algorithm = boosting.Boosting(relbo_steps=10, relbo_samples=16, weight_samples=16, joint_steps=10)
+    return 3, bvbmc.BVBMC(
+        max_components=4, initial_joint_steps=20, num_candidates=8, search_steps=3, boosting=algorithm
     )
 
 
-def run(problem, dimension, seed, problem_seed, budget, options, algorithm):
+def run(problem, dimension, seed, problem_seed, budget, learner):
     target = PROBLEMS[problem](jax.random.key(problem_seed), dimension)
     jitted = eqx.filter_jit(target.log_density)
     X0 = initial_points(seed, dimension)
     start = time.perf_counter()
     result = bvbmc.fit(
-        lambda x: float(jitted(jnp.asarray(x))),
-        X0,
-        key=jax.random.key(seed),
-        budget=budget,
-        boosting=algorithm,
-        options=options,
+        lambda x: float(jitted(jnp.asarray(x))), X0, key=jax.random.key(seed), budget=budget, learner=learner
     )
     wall = time.perf_counter() - start
     mean, covariance = result.posterior.mean(), result.posterior.covariance()
@@ -130,7 +125,7 @@ def main():
     parser.add_argument("--budget", type=int, default=100)
     add_output_dir_and_quick(parser)
     arguments = parser.parse_args()
-    budget, options, algorithm = run_settings(arguments.budget, arguments.quick)
+    budget, learner = run_settings(arguments.budget, arguments.quick)
     stem = arguments.name or ("bvbmc_toy_quick" if arguments.quick else "bvbmc_toy")
     path = arguments.output_dir / f"{stem}.json"
     records = json.loads(path.read_text())["records"] if path.exists() else []
@@ -140,7 +135,7 @@ def main():
             for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
                 if (problem, dimension, seed) in done:
                     continue
-                record = run(problem, dimension, seed, arguments.problem_seed, budget, options, algorithm)
+                record = run(problem, dimension, seed, arguments.problem_seed, budget, learner)
                 records.append(record)
                 print(json.dumps(record), flush=True)
                 output = {

@@ -1,10 +1,11 @@
 """A whole BVBMC run vmapped over 16 seeds in one compiled call.
 
-Claim (issue 9, composability example 1): `gpcompose.bvbmc.run` on a JAX-traceable log
-density is an ordinary JAX function of a PRNG key, so `jax.jit(jax.vmap(...))` runs 16
-independent BVBMC runs (each with its own initial design, acquisitions and boosting
-draws) in one call, and each seed of the batch is the run that seed gives alone
-(`tests/test_example_compose_vmap_seeds.py` checks it seed by seed). The speed-up over 16
+Claim (issue 9, composability example 1): a BVBMC run on a JAX-traceable log density
+(`bvbmc.BVBMC.init` then `gpcompose.run_traceable`) is an ordinary JAX function of a PRNG
+key, so `jax.jit(jax.vmap(...))` runs 16 independent BVBMC runs (each with its own initial
+design, acquisitions and boosting draws) in one call; `gpcompose.unstack` splits the batch
+into the 16 final states, and each is the run that seed gives alone from the same initial
+state (`tests/test_example_compose_vmap_seeds.py` checks it seed by seed). The speed-up over 16
 sequential calls is measured by `benchmarks/vmap_seeds.py`.
 
 Target: the 2-D Lumpy density of the VBMC toy suite (a normalised mixture of 12 Gaussians,
@@ -33,6 +34,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import gpcompose  # noqa: E402
 from gpcompose import boosting, bvbmc, kernels  # noqa: E402
 from gpcompose.benchmarks import Lumpy, vbmc_toy_initial_points  # noqa: E402
 from gpcompose.benchmarks.metrics import gskl  # noqa: E402
@@ -41,9 +43,9 @@ DIMENSION = 2
 NUM_INITIAL = 10 * DIMENSION  # the thesis's initial design size, 10 D
 NUM_SEEDS = 16
 TARGET = Lumpy(jax.random.key(0), DIMENSION)
-# Reduced constants (the defaults of BVBMCOptions and Boosting are the thesis's): a run of
-# `budget` evaluations then takes seconds, and 16 of them fit the one-minute example budget.
-OPTIONS = bvbmc.BVBMCOptions(
+# Reduced constants (the defaults of BVBMC and Boosting are the thesis's): a run of `budget`
+# evaluations then takes seconds, and 16 of them fit the one-minute example budget.
+LEARNER = bvbmc.BVBMC(
     max_components=8,
     fit_steps=100,
     initial_joint_steps=150,
@@ -51,37 +53,45 @@ OPTIONS = bvbmc.BVBMCOptions(
     num_search_starts=2,
     search_steps=10,
     final_entropy_samples=4096,
+    boosting=boosting.Boosting(
+        relbo_steps=60,
+        relbo_samples=64,
+        weight_samples=128,
+        joint_update_every=5,
+        joint_steps=60,
+        joint_samples_per_component=32,
+    ),
+    kernel=kernels.SquaredExponential(lengthscale=jnp.ones(DIMENSION), variance=1.0),  # closed-form embeddings
 )
-BOOSTING = boosting.Boosting(
-    relbo_steps=60,
-    relbo_samples=64,
-    weight_samples=128,
-    joint_update_every=5,
-    joint_steps=60,
-    joint_samples_per_component=32,
-)
-KERNEL = kernels.SquaredExponential(lengthscale=jnp.ones(DIMENSION), variance=1.0)  # closed-form embeddings
+
+
+@functools.partial(jax.jit, static_argnames="budget")
+def initial_state(key, *, budget):
+    """One seed's initial design (20 points x = 5|r|u) and `LEARNER.init`."""
+    design_key, init_key, _ = jax.random.split(key, 3)
+    X = vbmc_toy_initial_points(design_key, NUM_INITIAL, DIMENSION)
+    y = jax.vmap(TARGET.log_density)(X)
+    return LEARNER.init(X, y, budget=budget, key=init_key)
+
+
+@jax.jit
+def continue_run(state, key):
+    """The seed's `budget` evaluations from `state` by `gpcompose.run_traceable`."""
+    _, _, run_key = jax.random.split(key, 3)
+    return gpcompose.run_traceable(LEARNER, TARGET.log_density, state, run_key)
 
 
 @functools.partial(jax.jit, static_argnames="budget")
 def whole_run(key, *, budget):
-    """One seed's run: its own initial design, `bvbmc.init` and `bvbmc.run` (traceable, so vmappable)."""
-    design_key, init_key, run_key = jax.random.split(key, 3)
-    X = vbmc_toy_initial_points(design_key, NUM_INITIAL, DIMENSION)
-    y = jax.vmap(TARGET.log_density)(X)
-    state = bvbmc.init(X, y, key=init_key, budget=budget, kernel=KERNEL, boosting=BOOSTING, options=OPTIONS)
-    return bvbmc.run(TARGET.log_density, state, run_key)
+    """One seed's initial state and final state (`initial_state`, then `continue_run`)."""
+    state = initial_state(key, budget=budget)
+    return state, continue_run(state, key)
 
 
 @functools.partial(jax.jit, static_argnames="budget")
 def batched_run(keys, *, budget):
     """`whole_run` over a batch of keys in one `jax.jit(jax.vmap(...))` call."""
     return jax.vmap(functools.partial(whole_run, budget=budget))(keys)
-
-
-def seed_state(states, index):
-    """Seed `index` of a batch of states."""
-    return jax.tree.map(lambda leaf: leaf[index], states)
 
 
 def seed_gskl(state):
@@ -93,19 +103,31 @@ def seed_gskl(state):
 def run(key, *, out_dir, smoke=False):
     """16 seeds (3 with `smoke`) in one vmapped call; writes `compose_vmap_seeds.png` in `out_dir`.
 
-    **Returns:** dict with `keys`, the batched final `states`, per-seed `gskl` and `elbo`, the
-    `budget` and the `seconds` of the vmapped call (compilation included: one call, one program).
+    **Returns:** dict with `keys`, the batched `initial_states` and final `states`, the
+    per-seed final states (`seeds`, from `gpcompose.unstack`), per-seed `gskl` and `elbo`,
+    the `budget` and the `seconds` of the vmapped call (compilation included: one call, one
+    program).
     """
     num_seeds, budget = (3, 3) if smoke else (NUM_SEEDS, 20)
     keys = jax.random.split(key, num_seeds)
     start = time.perf_counter()
-    states = jax.block_until_ready(batched_run(keys, budget=budget))
+    initial_states, states = jax.block_until_ready(batched_run(keys, budget=budget))
     seconds = time.perf_counter() - start
-    results = [bvbmc.result(seed_state(states, index)) for index in range(num_seeds)]
-    divergences = jnp.stack([seed_gskl(seed_state(states, index)) for index in range(num_seeds)])
+    seeds = gpcompose.unstack(states)
+    results = [LEARNER.result(state) for state in seeds]
+    divergences = jnp.stack([seed_gskl(state) for state in seeds])
     elbos = jnp.stack([result.elbo for result in results])
     plot(results, divergences, pathlib.Path(out_dir) / "compose_vmap_seeds.png")
-    return {"keys": keys, "states": states, "gskl": divergences, "elbo": elbos, "budget": budget, "seconds": seconds}
+    return {
+        "keys": keys,
+        "initial_states": initial_states,
+        "states": states,
+        "seeds": seeds,
+        "gskl": divergences,
+        "elbo": elbos,
+        "budget": budget,
+        "seconds": seconds,
+    }
 
 
 def plot(results, divergences, path):

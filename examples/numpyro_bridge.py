@@ -91,24 +91,28 @@ def grid_reference(log_density):
 
 
 def settings(smoke):
-    """(initial design points, BVBMC budget, NUTS warmup and samples, `BVBMCOptions`, `Boosting`).
+    """(initial design points, BVBMC budget, NUTS warmup and samples, the `BVBMC` learner).
 
     The smoke size spends no new evaluation: it runs the bridge through `bvbmc.fit`'s initial
     fit, NUTS, ArviZ and the plot; compiling BVBMC's ask/tell steps would double its time, and
     they are tested in `tests/test_bvbmc.py`."""
+    kernel = kernels.SquaredExponential(lengthscale=jnp.ones(2), variance=1.0)
     if smoke:
-        options = bvbmc.BVBMCOptions(
-            max_components=4, fit_steps=30, initial_joint_steps=20, num_candidates=8, search_steps=3,
-            final_entropy_samples=1024,
-        )  # fmt: skip
         algorithm = boosting.Boosting(
-            relbo_steps=10, relbo_samples=16, weight_samples=16, joint_steps=10, joint_samples_per_component=16
-        )
-        return 12, 0, (200, 400), options, algorithm
+            relbo_steps=10, relbo_samples=16, weight_samples=16, joint_update_every=10, joint_steps=10,
+            joint_samples_per_component=16,
+        )  # fmt: skip
+        learner = bvbmc.BVBMC(
+            max_components=4, fit_steps=30, initial_joint_steps=20, num_candidates=8, search_steps=3,
+            final_entropy_samples=1024, acquisitions=(bvbmc.Prospective(),), boosting=algorithm, kernel=kernel,
+        )  # fmt: skip
+        return 12, 0, (200, 400), learner
     algorithm = boosting.Boosting(
-        relbo_steps=50, relbo_samples=64, weight_samples=64, joint_steps=50, joint_samples_per_component=32
-    )
-    return 16, 20, (500, 2000), bvbmc.BVBMCOptions(max_components=6), algorithm
+        relbo_steps=50, relbo_samples=64, weight_samples=64, joint_update_every=10, joint_steps=50,
+        joint_samples_per_component=32,
+    )  # fmt: skip
+    learner = bvbmc.BVBMC(max_components=6, acquisitions=(bvbmc.Prospective(),), boosting=algorithm, kernel=kernel)
+    return 16, 20, (500, 2000), learner
 
 
 def moments(draws):
@@ -119,7 +123,7 @@ def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
     """BVBMC through the NumPyro bridge beside NUTS; writes `<out_dir>/numpyro_bridge.png` and
     returns the summary row (with ArviZ summaries of both posteriors when ArviZ is installed)."""
     bridge_key, design_key, run_key, nuts_key, draw_key = jax.random.split(key, 5)
-    num_initial, budget, (num_warmup, num_samples), options, algorithm = settings(smoke)
+    num_initial, budget, (num_warmup, num_samples), learner = settings(smoke)
     data = (EFFECTS, STANDARD_ERRORS)
     log_density = NumPyroLogDensity(eight_schools, key=bridge_key, model_args=data)
 
@@ -131,11 +135,7 @@ def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
         np.asarray(X0),
         key=run_key,
         budget=budget,
-        kernel=kernels.SquaredExponential(lengthscale=jnp.ones(2), variance=1.0),
-        acquisitions=("prop",),
-        joint_update_every=10,
-        boosting=algorithm,
-        options=options,
+        learner=learner,
     )
     bvbmc_draws = result.posterior.sample(draw_key, num_samples)
     bvbmc_sites = log_density.to_constrained(bvbmc_draws)  # = log_density.sample_constrained(result.posterior, ...)

@@ -241,7 +241,7 @@ def test_boosting_with_the_exact_log_density_recovers_the_moments_and_traces_onc
     divergence_key = jax.random.key(7)
 
     def kl(state):  # KL(q‖p) = −ELBO for a normalised target with m_D = log p exactly
-        return -float(elbo(state.posterior, state.mixture, divergence_key, 20_000)[0])
+        return -float(elbo(state.surrogate, state.mixture, divergence_key, 20_000)[0])
 
     initial_kl = kl(state)
     weights_used, joint_updates = [], 0
@@ -290,5 +290,5 @@ def test_bad_input_raises_value_errors(getkey):
         FAST.init(posterior, start_mixture())
     with pytest.raises(ValueError, match="GaussianMixture"):
         FAST.init(posterior, mixtures.MultivariateNormal(jnp.zeros(2), jnp.eye(2)))
-    with pytest.raises(ValueError, match="posterior"):
+    with pytest.raises(ValueError, match="surrogate"):
         FAST.init(None, start_mixture())

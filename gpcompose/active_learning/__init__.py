@@ -2,6 +2,7 @@
 `init`/`ask`/`tell`/`result` on a fixed-capacity buffer of evaluations, a host driver for
 Python black-box targets with checkpoints, and a traced driver for JAX targets."""
 
+from ._black_box import call_black_box as call_black_box
 from ._checkpoint import load_checkpoint as load_checkpoint
 from ._checkpoint import read_checkpoint_header as read_checkpoint_header
 from ._checkpoint import save_checkpoint as save_checkpoint

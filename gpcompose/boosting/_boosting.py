@@ -14,15 +14,15 @@ from ._weight import solve_weight, weight_problem
 
 
 class BoostingState(eqx.Module):
-    """The mixture q being built, the GP model of the log density it targets (its
+    """The mixture q being built, the GP `surrogate` of the log density it targets (its
     posterior mean m_D plays the role of log ḡ), and the number of boosting steps so far.
 
-    A workflow replaces `posterior` (e.g. after a rank-1 `gp.update`) between steps with
-    `eqx.tree_at(lambda s: s.posterior, state, new_posterior)`.
+    A workflow replaces `surrogate` (e.g. after a rank-1 `gp.update`) between steps with
+    `eqx.tree_at(lambda s: s.surrogate, state, new_surrogate)`.
     """
 
     mixture: GaussianMixture
-    posterior: ExactPosterior | SparsePosterior
+    surrogate: ExactPosterior | SparsePosterior
     num_steps: Int[Array, ""]
 
 
@@ -64,8 +64,8 @@ class Boosting(eqx.Module):
     4. **Joint update**, every `joint_update_every` steps: Adam on the surrogate ELBO over
        all means, scales and weights (`quadrature.maximise_elbo`), then pruning again.
 
-    **Fields** (defaults from the digest `notes/bvbmc.md` §2.7; [ours] where the document
-    and its code give none):
+    **Fields** (defaults from the thesis and its reference code; [ours] where they give
+    none):
 
     - `regularisation` λ = 1: the code resamples λ ~ U(0, 1) at every Adam step of its
       λ H[f] = (λ/2) log|Σ| + c; its mean, 1/4 log|Σ|, is λ = 1 here, and Adam sees the
@@ -85,18 +85,18 @@ class Boosting(eqx.Module):
       far from the data m_D is flat, so a wider component gains entropy (λ/4 log|Σ| in the
       RELBO, H[q] in the ELBO) at no cost and both objectives are unbounded above. The
       thesis's Robbins–Monro w-step from w = 1e-12 rarely takes such a component; the
-      exact w-step does (w = 1), and the mixture then runs away (seen on the Student-t
-      toy problem, D = 2: σ ≈ 4e6 after 8 steps, ‖μ‖ ≈ 1e78 after 20). False: the thesis's
-      unbounded steps.
+      exact w-step does (w = 1), and the mixture then runs away: on heavy-tailed targets
+      such as a Student-t, its scales and means grow without limit within a few steps.
+      False: the thesis's unbounded steps.
 
     !!! Example
         ```python
-        posterior = gpcompose.gp.condition(kernel, mean, X, log_density_values, 1e-4)
+        surrogate = gpcompose.gp.condition(kernel, mean, X, log_density_values, 1e-4)
         q0 = gpcompose.mixtures.GaussianMixture.from_moments(
             jnp.ones(20), jnp.zeros((20, D)), jnp.full((20, D), 4.0), mask=jnp.arange(20) < 1
         )
         algorithm = gpcompose.boosting.Boosting()
-        state = algorithm.init(posterior, q0)
+        state = algorithm.init(surrogate, q0)
         state, infos = gpcompose.run(algorithm, state, key, 30)
         # or by hand, e.g. appending an evaluation between steps
         step = eqx.filter_jit(algorithm.step)
@@ -127,37 +127,37 @@ class Boosting(eqx.Module):
         if self.joint_update_every < 0:
             raise ValueError(f"`joint_update_every` must be ≥ 0 (0: never), got {self.joint_update_every}.")
 
-    def init(self, posterior: ExactPosterior | SparsePosterior, mixture: GaussianMixture) -> BoostingState:
+    def init(self, surrogate: ExactPosterior | SparsePosterior, mixture: GaussianMixture) -> BoostingState:
         """The state at the initial mixture q₀ (with free slots for the components to
-        come) against the GP model `posterior` of the log density."""
-        if not isinstance(posterior, (ExactPosterior, SparsePosterior)):
+        come) against the GP `surrogate` of the log density."""
+        if not isinstance(surrogate, (ExactPosterior, SparsePosterior)):
             raise ValueError(
-                f"`posterior` must be an ExactPosterior or a SparsePosterior, got {type(posterior).__name__}."
+                f"`surrogate` must be an ExactPosterior or a SparsePosterior, got {type(surrogate).__name__}."
             )
         if not isinstance(mixture, GaussianMixture):
             raise ValueError(f"`mixture` must be a GaussianMixture, got {type(mixture).__name__}.")
-        dimension = posterior.observations.inputs.shape[1]
+        dimension = surrogate.observations.inputs.shape[1]
         if mixture.dimension != dimension:
-            raise ValueError(f"`mixture` has dimension {mixture.dimension} but `posterior` has {dimension}.")
-        return BoostingState(mixture, posterior, jnp.zeros((), jnp.int32))
+            raise ValueError(f"`mixture` has dimension {mixture.dimension} but `surrogate` has {dimension}.")
+        return BoostingState(mixture, surrogate, jnp.zeros((), jnp.int32))
 
-    def bounds(self, posterior: ExactPosterior | SparsePosterior):
+    def bounds(self, surrogate: ExactPosterior | SparsePosterior):
         """The box of the GP's training inputs that the components keep to (None if not `bounded`)."""
-        return observed_box(posterior.observations) if self.bounded else None
+        return observed_box(surrogate.observations) if self.bounded else None
 
     def joint_update(self, state: BoostingState, key: PRNGKeyArray) -> BoostingState:
         """Adam on the surrogate ELBO over every component, then pruning below β."""
         mixture = state.mixture
         width = jnp.sqrt(jnp.diag(mixture.covariance()))
         mixture = maximise_elbo(
-            state.posterior,
+            state.surrogate,
             mixture,
             key,
             width=width,
             num_steps=self.joint_steps,
             learning_rate=self.joint_learning_rate,
             num_entropy_samples=self.joint_samples_per_component * mixture.num_components,
-            bounds=self.bounds(state.posterior),
+            bounds=self.bounds(state.surrogate),
         )
         return eqx.tree_at(lambda s: s.mixture, state, mixture.prune(self.prune_threshold))
 
@@ -165,9 +165,9 @@ class Boosting(eqx.Module):
         """One boosting iteration (f-step, w-step, re-weighting, pruning, and the joint
         update when the new step count is a multiple of `joint_update_every`)."""
         component_key, weight_key, joint_key = jax.random.split(key, 3)
-        mixture, posterior = state.mixture, state.posterior
+        mixture, surrogate = state.mixture, state.surrogate
         mean, log_scale, relbo_value = fit_component(
-            posterior,
+            surrogate,
             mixture,
             component_key,
             regularisation=self.regularisation,
@@ -175,13 +175,13 @@ class Boosting(eqx.Module):
             num_steps=self.relbo_steps,
             learning_rate=self.relbo_learning_rate,
             num_samples=self.relbo_samples,
-            bounds=self.bounds(posterior),
+            bounds=self.bounds(surrogate),
         )
-        problem = weight_problem(posterior, mixture, mean, log_scale, weight_key, self.weight_samples)
+        problem = weight_problem(surrogate, mixture, mean, log_scale, weight_key, self.weight_samples)
         weight = solve_weight(problem, self.weight_tolerance)
         mixture, added = add_and_prune(mixture, weight, mean, log_scale, self.prune_threshold)
         num_steps = state.num_steps + 1
-        state = BoostingState(mixture, posterior, num_steps)
+        state = BoostingState(mixture, surrogate, num_steps)
         if self.joint_update_every > 0:
             joint = num_steps % self.joint_update_every == 0
             state = jax.lax.cond(joint, lambda s: self.joint_update(s, joint_key), lambda s: s, state)

@@ -1,14 +1,16 @@
 """Boosted Variational Bayesian Monte Carlo (Naiff 2019): a GP surrogate of an expensive
 log density, a mixture built by boosting against its Bayesian-quadrature ELBO, and
-active learning of new evaluation points, as ask/tell steps on fixed-capacity buffers."""
+active learning of new evaluation points, as the learner `BVBMC` of the active-learning
+protocol (`init`/`ask`/`tell`/`result`; `gpcompose.run_black_box`, `gpcompose.run_traceable`)."""
 
-from ._options import BVBMCOptions as BVBMCOptions
+from ._acquisitions import AbstractLogBMCAcquisition as AbstractLogBMCAcquisition
+from ._acquisitions import MomentMatchedLogTransform as MomentMatchedLogTransform
+from ._acquisitions import Prospective as Prospective
+from ._acquisitions import ProspectiveMomentMatchedLogTransform as ProspectiveMomentMatchedLogTransform
+from ._acquisitions import SoftProspective as SoftProspective
+from ._acquisitions import UncertaintySampling as UncertaintySampling
+from ._fit import fit as fit
+from ._learner import BVBMC as BVBMC
+from ._state import BVBMCAskInfo as BVBMCAskInfo
+from ._state import BVBMCResult as BVBMCResult
 from ._state import BVBMCState as BVBMCState
-from ._workflow import BVBMCResult as BVBMCResult
-from ._workflow import acquisition as acquisition
-from ._workflow import ask as ask
-from ._workflow import fit as fit
-from ._workflow import init as init
-from ._workflow import result as result
-from ._workflow import run as run
-from ._workflow import tell as tell

@@ -1,6 +1,8 @@
 """The BVBMC surrogate: a GP of the log density fitted by ML-II on scaled outputs
 (thesis §6.1.1.2, eqs. 6.7–6.11) and expressed in raw units for boosting."""
 
+from typing import TYPE_CHECKING
+
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
@@ -9,7 +11,9 @@ from .._maximise import maximise
 from ..kernels import AbstractKernel, ProductMatern
 from ..means import AbstractMean, Constant, NegativeQuadratic
 from ..parameters import Fixed, Positive
-from ._options import BVBMCOptions
+
+if TYPE_CHECKING:
+    from ._learner import BVBMC
 
 
 def output_scaling(
@@ -25,18 +29,18 @@ def output_scaling(
     return shift, jnp.sqrt(jnp.maximum(variance, jnp.finfo(y.dtype).tiny))
 
 
-def prior_constant(scaled: Float[Array, " C"], mask: Bool[Array, " C"], options: BVBMCOptions) -> Float[Array, ""]:
+def prior_constant(scaled: Float[Array, " C"], mask: Bool[Array, " C"], learner: "BVBMC") -> Float[Array, ""]:
     """The fixed prior mean C in scaled units: `mean_constant` if given, else
     C = ỹ_min − K_C (ỹ_max − ỹ_min) (eq. 6.11)."""
-    if options.mean_constant is not None:
-        return jnp.asarray(options.mean_constant, scaled.dtype)
+    if learner.mean_constant is not None:
+        return jnp.asarray(learner.mean_constant, scaled.dtype)
     high = jnp.max(jnp.where(mask, scaled, -jnp.inf))
     low = jnp.min(jnp.where(mask, scaled, jnp.inf))
-    return low - options.mean_offset * (high - low)
+    return low - learner.mean_offset * (high - low)
 
 
 def initial_prior(
-    X: Float[Array, "C D"], scaled: Float[Array, " C"], mask: Bool[Array, " C"], kernel, options: BVBMCOptions
+    X: Float[Array, "C D"], scaled: Float[Array, " C"], mask: Bool[Array, " C"], kernel, learner: "BVBMC"
 ) -> tuple[AbstractKernel, AbstractMean]:
     """Starting kernel and mean for ML-II in scaled units.
 
@@ -48,11 +52,11 @@ def initial_prior(
     weights = mask.astype(X.dtype) / jnp.sum(mask.astype(X.dtype))
     centre = weights @ X
     spread = jnp.sqrt(jnp.maximum(weights @ (X - centre[None, :]) ** 2, 1e-12))
-    constant = prior_constant(scaled, mask, options)
+    constant = prior_constant(scaled, mask, learner)
     if kernel is None:
         outputscale = jnp.where(constant < 0, -0.5 * constant, 1.0)
         kernel = ProductMatern(2.5, lengthscale=Positive(spread), variance=Positive(outputscale))
-    if options.mean == "constant":
+    if learner.mean == "constant":
         return kernel, Constant(Fixed(constant))
     best = X[jnp.argmax(jnp.where(mask, scaled, -jnp.inf))]
     return kernel, NegativeQuadratic(jnp.max(jnp.where(mask, scaled, -jnp.inf)), best, Positive(spread))
@@ -68,17 +72,17 @@ def fit_prior(
     X: Float[Array, "C D"],
     scaled: Float[Array, " C"],
     mask: Bool[Array, " C"],
-    options: BVBMCOptions,
+    learner: "BVBMC",
 ) -> tuple[AbstractKernel, AbstractMean]:
     """ML-II (eq. 3.16) of the kernel (and a quadratic mean) on the scaled outputs with the
     fixed jitter noise, by BFGS (`gpcompose.maximise`); the thesis's code uses Adam."""
     count = jnp.sum(mask.astype(X.dtype))
-    jitter = jnp.asarray(options.jitter, X.dtype)
+    jitter = jnp.asarray(learner.jitter, X.dtype)
     fitted = maximise(
         _log_evidence,
         prior,
         (X, scaled, mask, jitter),
-        max_steps=options.fit_steps,
+        max_steps=learner.fit_steps,
         scale=count,
     )
     return fitted.params
@@ -91,7 +95,7 @@ def raw_units_posterior(
     mask: Bool[Array, " C"],
     shift: Float[Array, ""],
     scale: Float[Array, ""],
-    options: BVBMCOptions,
+    learner: "BVBMC",
 ) -> gp.ExactPosterior:
     """The GP of ỹ = (y − shift)/scale, re-expressed on y itself: kernel scale² k, mean
     scale · m + shift, noise scale² · jitter. This is the same GP (eqs. 6.7–6.9: every
@@ -105,7 +109,7 @@ def raw_units_posterior(
         raw_mean = NegativeQuadratic(
             scale * mean.maximum.value + shift, mean.location.value, Positive(mean.scale.value / jnp.sqrt(scale))
         )
-    noise = jnp.asarray(options.jitter, X.dtype) * scale**2
+    noise = jnp.asarray(learner.jitter, X.dtype) * scale**2
     return gp.condition(raw_kernel, raw_mean, X, y, noise, mask=mask)
 
 
