@@ -4,8 +4,10 @@ from typing import Any, Generic, TypeVar
 import equinox as eqx
 import jax.numpy as jnp
 import optimistix as optx
-from jaxtyping import Array, Float, Int, PyTree
+from jaxtyping import Array, Bool, Float, Int, PyTree
 
+from ._finite import all_finite
+from ._select import select_tree
 from .parameters import log_prior, partition
 
 Params = TypeVar("Params")
@@ -19,6 +21,16 @@ class MaximiseResult(eqx.Module, Generic[Params]):
     value: Float[Array, ""]
     result: optx.RESULTS
     num_steps: Int[Array, ""]
+
+    @property
+    def finite(self) -> Bool[Array, ""]:
+        """Whether the fit ended at a finite objective with finite parameters."""
+        return jnp.isfinite(self.value) & all_finite(self.params)
+
+    def params_or(self, fallback: Params) -> Params:
+        """The fitted parameters if the fit ended `finite`, else `fallback` (e.g. the start):
+        a fit that diverged never puts NaNs into a model."""
+        return select_tree(self.finite, self.params, fallback)
 
 
 @eqx.filter_jit

@@ -113,3 +113,29 @@ def test_scaled_objective_reaches_the_same_optimum_in_fewer_steps():
     np.testing.assert_allclose(scaled.value, objective(scaled.params, data), rtol=1e-12)
     np.testing.assert_allclose(unscaled.params["location"].value, jnp.mean(data), rtol=1e-6)
     assert int(scaled.num_steps) + 5 <= int(unscaled.num_steps)
+
+
+def test_a_fit_that_ends_non_finite_keeps_the_start():
+    def objective(params, _):  # NaN everywhere: no step of BFGS can end finite
+        return jnp.nan * params["x"].value
+
+    start = {"x": Real(0.0)}
+    fit = gpcompose.maximise(objective, start, None, max_steps=20)
+    assert not bool(fit.finite)
+    assert float(fit.params_or(start)["x"].value) == 0.0
+    good = gpcompose.maximise(lambda p, _: -((p["x"].value - 0.25) ** 2), start, None, max_steps=50)
+    assert bool(good.finite)
+    np.testing.assert_allclose(good.params_or(start)["x"].value, 0.25, atol=1e-6)
+
+
+def test_location_and_scale_of_a_masked_buffer():
+    from gpcompose._standardise import location_and_scale
+
+    values = jnp.array([1.0, 2.0, 4.0, 100.0])
+    mask = jnp.array([True, True, True, False])
+    for ddof in (0, 1):
+        location, scale = location_and_scale(values, mask, ddof=ddof)
+        np.testing.assert_allclose(location, np.mean([1.0, 2.0, 4.0]))
+        np.testing.assert_allclose(scale, np.std([1.0, 2.0, 4.0], ddof=ddof))
+    assert float(location_and_scale(values, jnp.array([True, False, False, False]))[1]) == 1.0
+    assert float(location_and_scale(jnp.full(4, 3.0), jnp.ones(4, bool), ddof=1)[1]) == 1.0

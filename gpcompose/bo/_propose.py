@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._standardise import location_and_scale
 from ..active_learning import Evaluations
 from ..bounded import Bounds
 from ._context import ProposalContext
@@ -19,14 +20,8 @@ if TYPE_CHECKING:
 
 
 def standardisation(evaluations: Evaluations) -> tuple[Float[Array, ""], Float[Array, ""]]:
-    """Mean and sd of the successful values (sd 1 when fewer than 2 or all equal)."""
-    mask = evaluations.succeeded
-    values = evaluations.values
-    count = jnp.sum(mask).astype(values.dtype)
-    location = jnp.sum(jnp.where(mask, values, 0.0)) / jnp.maximum(count, 1.0)
-    variance = jnp.sum(jnp.where(mask, (values - location) ** 2, 0.0)) / jnp.maximum(count, 1.0)
-    scale = jnp.where((count >= 2) & (variance > 1e-24), jnp.sqrt(jnp.maximum(variance, 1e-24)), 1.0)
-    return location, scale
+    """Mean and (population) sd of the successful values (sd 1 when fewer than 2 or all equal)."""
+    return location_and_scale(evaluations.values, evaluations.succeeded)
 
 
 def standardised_bounds(learner: "BO", state: BOState, location, scale) -> Bounds | None:

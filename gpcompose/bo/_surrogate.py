@@ -9,10 +9,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .. import gp
-from .._finite import all_finite
 from .._maximise import maximise
 from .._posterior_interface import AbstractPosterior
-from .._select import select_tree
 from ..bounded import (
     RootPriorMean,
     condition_square_root,
@@ -102,8 +100,7 @@ def fit_surrogate(
     initial = _initial_parameters(X.shape[1], variance)
     data = (X, targets, mask, mean)
     fit = maximise(_log_marginal_likelihood, initial, data, max_steps=fit_steps, scale=count)
-    good = jnp.isfinite(fit.value) & all_finite(fit.params)
-    parameters = select_tree(good, fit.params, initial)
+    parameters = fit.params_or(initial)
     noise_variance = parameters["noise"].value
     if offset is None:
         posterior = gp.condition(parameters["kernel"], mean, X, targets, noise_variance, mask=mask)

@@ -8,6 +8,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import gp
 from .._maximise import maximise
+from .._standardise import location_and_scale
 from ..kernels import AbstractKernel, ProductMatern
 from ..means import AbstractMean, Constant, NegativeQuadratic
 from ..parameters import Fixed, Positive
@@ -23,10 +24,7 @@ def output_scaling(
     zeromax (max, 1) over the used rows (§6.1.1.2)."""
     if scaling == "zeromax":
         return jnp.max(jnp.where(mask, y, -jnp.inf)), jnp.ones((), y.dtype)
-    count = jnp.sum(mask.astype(y.dtype))
-    shift = jnp.sum(jnp.where(mask, y, 0.0)) / count
-    variance = jnp.sum(jnp.where(mask, (y - shift) ** 2, 0.0)) / (count - 1.0)
-    return shift, jnp.sqrt(jnp.maximum(variance, jnp.finfo(y.dtype).tiny))
+    return location_and_scale(y, mask, ddof=1)
 
 
 def prior_constant(scaled: Float[Array, " C"], mask: Bool[Array, " C"], learner: "BVBMC") -> Float[Array, ""]:
@@ -75,7 +73,8 @@ def fit_prior(
     learner: "BVBMC",
 ) -> tuple[AbstractKernel, AbstractMean]:
     """ML-II (eq. 3.16) of the kernel (and a quadratic mean) on the scaled outputs with the
-    fixed jitter noise, by BFGS (`gpcompose.maximise`); the thesis's code uses Adam."""
+    fixed jitter noise, by BFGS (`gpcompose.maximise`; the thesis's code uses Adam). A fit
+    that ends non-finite keeps the start."""
     count = jnp.sum(mask.astype(X.dtype))
     jitter = jnp.asarray(learner.jitter, X.dtype)
     fitted = maximise(
@@ -85,7 +84,7 @@ def fit_prior(
         max_steps=learner.fit_steps,
         scale=count,
     )
-    return fitted.params
+    return fitted.params_or(prior)
 
 
 def raw_units_posterior(
