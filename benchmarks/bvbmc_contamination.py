@@ -48,8 +48,7 @@ from _common import add_output_dir_and_quick, agg_pyplot, save_figure, utc_times
 from _reference_sampling import importance_sampling, run_nuts  # noqa: E402
 
 from gpcompose import boosting, bvbmc  # noqa: E402
-from gpcompose.benchmarks import ContaminationSource  # noqa: E402
-from gpcompose.benchmarks._contamination_source import TRUE_PARAMETERS  # noqa: E402
+from gpcompose.benchmarks import TRUE_PARAMETERS, ContaminationSource  # noqa: E402
 from gpcompose.kernels import ProductMatern  # noqa: E402
 from gpcompose.parameters import Positive  # noqa: E402
 

@@ -11,7 +11,7 @@ where the trace has one, names its seed.
 Two rule families:
 - "last W rounds, k": per run, the round of the last W with the highest ELBO − k·sd, ungated
   (W = 1 is the last round, the document's report);
-- "library": `svbmc.result`'s rule, run through `gpcompose.svbmc._report.reported_slot` itself
+- "library": `SVBMC.result`'s rule, run through `gpcompose.svbmc._report.reported_slot` itself
   on a history of the run's rounds: the last round if its BQ sd ≤ `report_sd_tolerance` (0.1),
   else the round of the last quarter with the highest ELBO − 5·sd (VBMC's `best_vbmc`).
 
@@ -25,7 +25,6 @@ Usage:
 """
 
 import argparse
-import dataclasses
 import re
 from pathlib import Path
 
@@ -67,11 +66,11 @@ def problem_of(trace_path: Path) -> str:
 def library_pick(rounds: np.ndarray) -> np.ndarray:
     """The row `_report.reported_slot` reports, with the default options and the run's budget and
     batch size, on a history holding the rounds' ELBOs and sds (a placeholder mixture)."""
-    batch_size = int(rounds[1, 0] - rounds[0, 0])
-    options = dataclasses.replace(svbmc.SVBMCOptions(), budget=int(rounds[-1, 0]), batch_size=batch_size)
+    options = svbmc.SVBMC(batch_size=int(rounds[1, 0] - rounds[0, 0]))
+    budget = int(rounds[-1, 0])
     zero = jnp.zeros(1)
     placeholder = VBMCMixture(zero, jnp.zeros((1, 1)), zero, zero, jnp.ones(1, bool))
-    history = start_history(placeholder, jnp.asarray(rounds[0, 1]), jnp.asarray(rounds[0, 2]), options)
+    history = start_history(placeholder, jnp.asarray(rounds[0, 1]), jnp.asarray(rounds[0, 2]), options, budget)
     for evaluations, elbo, sd, _, _ in rounds[1:]:
         history = record_round(history, placeholder, jnp.asarray(elbo), jnp.asarray(sd), jnp.asarray(int(evaluations)))
     return rounds[int(history.rounds[reported_slot(history, options)])]

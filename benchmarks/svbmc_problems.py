@@ -9,7 +9,7 @@ Problems (`--problems`, comma-separated; `make_problem` builds each):
 - `rosenbrock`: Rosenbrock–Gaussian D = 6 (log Z = −8.662666); initial set: 10 CMA-ES
   runs × 500 evaluations from N(0, 3²I) starts (5000 evaluations).
 - `rosenbrock_truncated`: the same set with every point with x₁ > 0 removed (given as NaN values, which
-  `svbmc.init` drops, or masks out under `--vmap-seeds`; `num_initial` counts the rest).
+  `SVBMC.init` drops, or masks out under `--vmap-seeds`; `num_initial` counts the rest).
 - `lotka_volterra_cmaes`: Lotka–Volterra D = 8 on the hare–lynx data, bounds (0, ∞)⁸;
   initial set: 5 CMA-ES runs × 1000 evaluations in log-parameter space from prior draws,
   σ₀ = 0.1 (with σ₀ = 1 no run came within 7 of the reference maximum in 4 seeds). Runs of
@@ -71,6 +71,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import agg_pyplot, code_version, cpu_model, save_figure, utc_timestamp, write_json  # noqa: E402
 
+import gpcompose  # noqa: E402
 from gpcompose import sparse, svbmc  # noqa: E402
 from gpcompose.benchmarks import (  # noqa: E402
     RosenbrockGaussian,
@@ -83,7 +84,6 @@ from gpcompose.benchmarks import (  # noqa: E402
     slice_sampling_evaluations,
 )
 from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
-from gpcompose.svbmc import _training as svbmc_training  # noqa: E402
 from gpcompose.transforms import BoundedTransform  # noqa: E402
 
 plt = agg_pyplot()
@@ -285,30 +285,29 @@ def make_problem(name, data_dir=HERE.parent.parent / "shared" / "data"):
 
 
 def run_settings(args):
-    """SVBMC options and metric sample count; `--quick` shrinks the run (and `args`) to a smoke test;
-    `--mixture-family` sets the variational family ("auto", "axis" — the document's — or
-    "rotated"; default: the library's),
+    """The SVBMC learner (its `batch_size` is set per problem, `learner_for`) and metric sample
+    count; `--quick` shrinks the run (and `args`) to a smoke test; `--mixture-family` sets the
+    variational family ("axis" — the document's — or "rotated"; default: the library's),
     `--max-inducing M` raises the cap on inducing points above the document's 300 + 2√N_f, and
     `--no-whitening` turns the whitening of the inference space off, `--whitening-passes P`
-    sets the number of whitening passes at init (default: the library's), and
-    `--probe-fallback-mountain` sets `SVBMCOptions.probe_fallback_mountain` and
-    `--fallback-max-elbo-gain G` sets `SVBMCOptions.fallback_max_elbo_gain`."""
-    shared = dict(
-        whitening=not args.no_whitening,
-        probe_fallback_mountain=args.probe_fallback_mountain,
-        fallback_max_elbo_gain=args.fallback_max_elbo_gain,
-    )
+    sets the number of whitening passes at init (default: the library's)."""
+    shared = dict(whitening=not args.no_whitening)
     if args.mixture_family is not None:
         shared["mixture_family"] = args.mixture_family
     if args.whitening_passes is not None:
         shared["whitening_passes"] = args.whitening_passes
     if not args.quick:
-        return svbmc.SVBMCOptions(max_inducing=args.max_inducing, **shared), 20_000
+        return svbmc.SVBMC(max_inducing=args.max_inducing, **shared), 20_000
     args.seeds, args.budget, args.batch_size = 1, 4, 2
-    options = svbmc.SVBMCOptions(
+    learner = svbmc.SVBMC(
         max_components=4, buildup_steps=50, round_steps=20, min_inducing=50, max_inducing=80, **shared
     )
-    return options, 2000
+    return learner, 2000
+
+
+def learner_for(problem, learner, batch_size=None):
+    """`learner` with the problem's evaluations per round, or `batch_size` if given."""
+    return dataclasses.replace(learner, batch_size=problem.batch_size if batch_size is None else batch_size)
 
 
 def bootstrap_median(values, num_resamples=10_000, seed=0):
@@ -325,7 +324,7 @@ class NoisyTarget(eqx.Module):
     points, repeated only for a point asked twice to the last bit (which the continuous
     acquisition search does not do). The two modes' points differ by rounding, which redraws the
     noise, so a vmapped noisy run is another draw of the protocol, not the sequential run. A
-    module, so that `svbmc.run`'s `filter_jit` sees the key as an array, batched over seeds."""
+    module, so that `run_traceable`'s `filter_jit` sees the key as an array, batched over seeds."""
 
     log_density: Callable
     noise_sd: float
@@ -354,7 +353,7 @@ def noise_key(data_key):
 
 
 def noisy_black_box(problem: Problem, seed: int):
-    """The target as `svbmc.fit` calls it: a NumPy point to a float, or to (value, sd) with
+    """The target as `run_black_box` calls it: a NumPy point to a float, or to (value, sd) with
     the noise of `observed_target` for noisy problems."""
     target = eqx.filter_jit(observed_target(problem, noise_key(seed_keys(seed)[0])))
     if problem.noise_sd is None:
@@ -367,37 +366,33 @@ def noisy_black_box(problem: Problem, seed: int):
     return evaluate
 
 
-HYPERPARAMETER_SOURCES = {
-    svbmc_training.FITTED: "",
-    svbmc_training.UNFITTED_START: ", unfitted hyperparameters",
-    svbmc_training.LAST_ROUND: ", last round's hyperparameters",
-}
+# `SVBMCUpdateInfo.hyperparameter_source`: a fit, every fit peaked, the last round's
+HYPERPARAMETER_SOURCES = {0: "", 1: ", unfitted hyperparameters", 2: ", last round's hyperparameters"}
 
 
-def round_progress(batch_size, diagnose=None):
-    """A `fit` callback that prints the ELBO after every round of `batch_size` evaluations
-    ("stuck" where the round kept the last mixture and the next round probes; where the
-    round's hyperparameters are not a fit of this round, "unfitted hyperparameters" (every
-    fit peaked) or "last round's hyperparameters" (the new mixture found a mountain)),
-    followed by `diagnose(state)` (a string) when given."""
+def round_progress(diagnose=None):
+    """A function of the state that prints the ELBO ("stuck" where the round kept the last
+    mixture and the next round probes; where the round's hyperparameters are not a fit of
+    this round, "unfitted hyperparameters" (every fit peaked) or "last round's
+    hyperparameters" (the new mixture found a mountain)), followed by `diagnose(state)` (a
+    string) when given; called after init and after every round."""
     start = time.perf_counter()
 
     def report(state):
-        if int(state.num_evaluations) % batch_size == 0:
-            elapsed = time.perf_counter() - start
-            stuck = ", stuck" if bool(state.stuck) else ""
-            source = HYPERPARAMETER_SOURCES[int(state.hyperparameter_source)]
-            print(
-                f"  {int(state.num_evaluations)} evaluations, ELBO {float(state.elbo):.3f} ± "
-                f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s{stuck}{source}"
-                + ("" if diagnose is None else f"; {diagnose(state)}"),
-                flush=True,
-            )
+        elapsed = time.perf_counter() - start
+        stuck = ", stuck" if bool(state.stuck) else ""
+        source = HYPERPARAMETER_SOURCES[int(state.hyperparameter_source)]
+        print(
+            f"  {int(state.evaluations.num_evaluations)} evaluations, ELBO {float(state.elbo):.3f} ± "
+            f"{float(state.elbo_sd):.3f}, {elapsed:.0f} s{stuck}{source}"
+            + ("" if diagnose is None else f"; {diagnose(state)}"),
+            flush=True,
+        )
 
     return report
 
 
-def surrogate_diagnosis(problem: Problem, reference_key, num_reference=3000):
+def surrogate_diagnosis(problem: Problem, learner, reference_key, num_reference=3000):
     """`diagnose(state)` for `round_progress` (`--trace`): ELBO − log Z, MMTV of q against the
     reference, the surrogate's error f̄ − log p (inference space, Jacobian included) at
     `num_reference` reference draws (mean, sd) with the GP's median sd there, the number of
@@ -407,16 +402,16 @@ def surrogate_diagnosis(problem: Problem, reference_key, num_reference=3000):
     log_density = jax.vmap(problem.log_density)(draws)
 
     def diagnose(state):
-        samples = last_round_result(state).posterior.sample(jax.random.key(0), reference.shape[0])
+        samples = last_round_result(learner, state).posterior.sample(jax.random.key(0), reference.shape[0])
         inputs = state.transform.to_unbounded(draws)
-        mean, variance = sparse.predict(state.posterior, inputs)
+        mean, variance = sparse.predict(state.surrogate, inputs)
         error = mean - (log_density + state.transform.log_abs_det_jacobian(inputs))
-        lengthscales = np.asarray(state.posterior.kernel.lengthscale.value)
+        lengthscales = np.asarray(state.surrogate.kernel.lengthscale.value)
         return (
             f"ELBO − log Z {float(state.elbo) - problem.log_normaliser:+.3f}, "
             f"MMTV {float(mmtv(samples, reference)):.3f}, "
             f"error at reference draws {float(jnp.mean(error)):+.2f} ± {float(jnp.std(error)):.2f} "
-            f"(GP sd {float(jnp.median(jnp.sqrt(variance))):.3f}), M {int(jnp.sum(state.posterior.inducing_mask))}, "
+            f"(GP sd {float(jnp.median(jnp.sqrt(variance))):.3f}), M {int(jnp.sum(state.surrogate.inducing_mask))}, "
             f"lengthscales {np.array2string(lengthscales, precision=1)}"
         )
 
@@ -445,22 +440,22 @@ def outcome_metrics(problem: Problem, result, sample_key, reference_key, num_met
     }
 
 
-def last_round_result(state):
-    """`svbmc.result` of the state's last round, whatever round the result reports
-    (`SVBMCOptions.report_sd_tolerance` = None: the document's report)."""
-    options = dataclasses.replace(state.options, report_sd_tolerance=None)
-    return svbmc.result(dataclasses.replace(state, options=options))
+def last_round_result(learner, state):
+    """`SVBMC.result` of the state's last round, whatever round the result reports
+    (`report_sd_tolerance` = None: the document's report)."""
+    return dataclasses.replace(learner, report_sd_tolerance=None).result(state)
 
 
-def final_outcome(problem: Problem, state, sample_key, reference_key, num_metric_samples):
+def final_outcome(problem: Problem, learner, state, sample_key, reference_key, num_metric_samples):
     """`outcome_metrics` of the run's result, the active-phase evaluations of the round it
     reports, and the last round's ELBO and metrics (the same unless that round's BQ sd
-    exceeded `SVBMCOptions.report_sd_tolerance`)."""
-    result = svbmc.result(state)
+    exceeded `SVBMC.report_sd_tolerance`)."""
+    result = learner.result(state)
     outcome = outcome_metrics(problem, result, sample_key, reference_key, num_metric_samples)
     last = outcome
-    if int(result.reported_evaluations) != int(state.num_evaluations):
-        last = outcome_metrics(problem, last_round_result(state), sample_key, reference_key, num_metric_samples)
+    if int(result.reported_evaluations) != int(state.evaluations.num_evaluations):
+        last_result = last_round_result(learner, state)
+        last = outcome_metrics(problem, last_result, sample_key, reference_key, num_metric_samples)
     return {
         **outcome,
         "reported_evaluations": int(result.reported_evaluations),
@@ -478,63 +473,58 @@ def initial_set_fingerprint(X, y) -> str:
     return digest.hexdigest()[:16]
 
 
-def initialise(problem: Problem, X, y, key, options, budget=None, batch_size=None):
-    """`svbmc.init` on an initial set of `problem`, with its bounds and noise sd, and its
-    budget and batch size unless given."""
-    return svbmc.init(
+def initialise(problem: Problem, learner, X, y, key, budget=None):
+    """`learner.init` on an initial set of `problem`, with its bounds and noise sd, and its
+    budget unless given."""
+    return learner.init(
         X,
         y,
         key=key,
         budget=problem.budget if budget is None else budget,
-        batch_size=problem.batch_size if batch_size is None else batch_size,
         lower_bounds=problem.lower_bounds,
         upper_bounds=problem.upper_bounds,
         noise_sd=problem.noise_sd,
-        options=options,
     )
 
 
-def run_seed(problem: Problem, seed, options, num_metric_samples, budget=None, batch_size=None, trace=False):
-    """One SVBMC run (initial set of this seed, init, active phase through `svbmc.fit`
-    with the target as a Python black box) and its metrics; `trace` prints
-    `surrogate_diagnosis` after init and every round."""
+def run_seed(problem: Problem, seed, learner, num_metric_samples, budget=None, trace=False):
+    """One SVBMC run (initial set of this seed, init, active phase through
+    `gpcompose.run_black_box` with the target as a Python black box) and its metrics;
+    `trace` prints `surrogate_diagnosis` after init and every round."""
     data_key, fit_key, sample_key, reference_key = seed_keys(seed)
     X, y = problem.initial_set(data_key)
     X, y = np.asarray(X), np.asarray(y)
     start = time.perf_counter()
-    init_state = initialise(problem, X, y, fit_key, options, budget, batch_size)
+    init_state = initialise(problem, learner, X, y, fit_key, budget)
     jax.block_until_ready(init_state.elbo)
     initial_seconds = time.perf_counter() - start
-    progress = round_progress(
-        init_state.options.batch_size, surrogate_diagnosis(problem, reference_key) if trace else None
-    )
+    progress = round_progress(surrogate_diagnosis(problem, learner, reference_key) if trace else None)
     if trace:
         progress(init_state)
-    final = [init_state]
     stuck_rounds = [0]  # retrainings that kept the last mixture, every candidate peaking (`_training.retrain`)
 
-    def callback(state):
-        final[0] = state
-        if int(state.num_pending) == 0 and bool(state.stuck):
-            stuck_rounds[0] += 1
-        progress(state)
+    def callback(step):
+        if bool(step.tell_info.updated):
+            stuck_rounds[0] += int(bool(step.tell_info.update.stuck))
+            progress(step.state)
 
-    result = svbmc.fit(noisy_black_box(problem, seed), X, y, key=fit_key, state=init_state, callback=callback)
-    jax.block_until_ready(result.elbo)
+    loop_key = jax.random.split(fit_key)[1]
+    final = gpcompose.run_black_box(learner, noisy_black_box(problem, seed), init_state, loop_key, callback=callback)
+    jax.block_until_ready(final.elbo)
     total_seconds = time.perf_counter() - start
     # the same metrics for the state after init, before any new evaluation: what the active phase adds
-    before = outcome_metrics(problem, svbmc.result(init_state), sample_key, reference_key, num_metric_samples)
+    before = outcome_metrics(problem, learner.result(init_state), sample_key, reference_key, num_metric_samples)
     return {
         "seed": seed,
         "num_initial": int(np.sum(np.isfinite(y))),
         "initial_best": float(np.max(np.where(np.isfinite(y), y, -np.inf))),
         "initial_set_fingerprint": initial_set_fingerprint(X, y),
         "cpu": cpu_model(),
-        **final_outcome(problem, final[0], sample_key, reference_key, num_metric_samples),
+        **final_outcome(problem, learner, final, sample_key, reference_key, num_metric_samples),
         **{f"after_init_{name}": before[name] for name in ("elbo", "delta_lml", "mmtv", "gskl", "num_components")},
-        "mixture_family": family_of(init_state.mixture),
+        "mixture_family": family_of(init_state.posterior),
         "whitening_pass": int(init_state.whitening_pass),
-        "num_active_below_trim_level": active_below_trim_level(final[0]),
+        "num_active_below_trim_level": active_below_trim_level(learner, final),
         "stuck_rounds": stuck_rounds[0],
         "initial_seconds": initial_seconds,
         "total_seconds": total_seconds,
@@ -547,17 +537,20 @@ def family_of(mixture) -> str:
     return "rotated" if bool(mixture.is_rotated) else "axis"
 
 
-def active_below_trim_level(state) -> int:
-    """How many active-phase evaluations lie below the final trimming level y⋆ = max lcb − η:
-    the ones `training_rows` censors (and the code before 2026-11-28 trimmed)."""
-    rows = (state.inputs, state.log_densities, state.observation_variance, state.succeeded)
-    level = svbmc_training.censoring_level(rows, state.options)
-    active = np.asarray(state.succeeded) & (np.arange(state.capacity) >= int(state.num_initial))
-    return int(np.sum(active & (np.asarray(state.log_densities) < float(level))))
+def active_below_trim_level(learner, state) -> int:
+    """How many active-phase evaluations lie below the final trimming level
+    y⋆ = max_m (y_m − β σ_m) − η (Li et al. 2023, App. B.1): the ones SVBMC censors."""
+    evaluations = state.evaluations
+    succeeded = np.asarray(evaluations.succeeded)
+    values = np.asarray(evaluations.values)
+    lower = values - learner.trim_beta * np.sqrt(np.asarray(evaluations.noise_variance))
+    level = np.max(lower[succeeded]) - learner.trim_threshold_per_dimension * evaluations.dimension
+    active = succeeded & (np.arange(evaluations.capacity) >= evaluations.num_initial)
+    return int(np.sum(active & (values < level)))
 
 
-def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budget=None, batch_size=None):
-    """All `seeds` as one program: `jax.jit(jax.vmap(init + svbmc.run))` over the seeds' initial
+def run_seeds_vmapped(problem: Problem, seeds, learner, num_metric_samples, budget=None):
+    """All `seeds` as one program: `jax.jit(jax.vmap(init + run_traceable))` over the seeds' initial
     sets and keys, the target traced into it (`observed_target`: noisy targets too), with the keys
     of `run_seed`'s `init`, `fit` and observation noise, so each exact seed's run is the sequential
     one to rounding (which an unstable init can amplify, block "seed 2's init is decided by
@@ -569,9 +562,9 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
     X, y = jax.vmap(problem.initial_set)(data_keys)  # unusable rows: masked by init
 
     def whole_run(X, y, key, data_key):
-        state = initialise(problem, X, y, key, options, budget, batch_size)
+        state = initialise(problem, learner, X, y, key, budget)
         target = observed_target(problem, noise_key(data_key))
-        return svbmc.run(target, state, jax.random.split(key)[1])  # `fit`'s loop key
+        return gpcompose.run_traceable(learner, target, state, jax.random.split(key)[1])  # `run_seed`'s loop key
 
     fit_keys = jnp.stack([k[1] for k in keys])
     start = time.perf_counter()
@@ -581,8 +574,7 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
     states = jax.block_until_ready(compiled(X, y, fit_keys, data_keys))
     run_seconds = time.perf_counter() - start
     outcomes = []
-    for index, seed in enumerate(seeds):
-        state = jax.tree_util.tree_map(lambda leaf: leaf[index] if eqx.is_array(leaf) else leaf, states)
+    for index, (seed, state) in enumerate(zip(seeds, gpcompose.unstack(states))):
         outcomes.append(
             {
                 "seed": seed,
@@ -590,8 +582,8 @@ def run_seeds_vmapped(problem: Problem, seeds, options, num_metric_samples, budg
                 "initial_best": float(jnp.max(jnp.where(jnp.isfinite(y[index]), y[index], -jnp.inf))),
                 "initial_set_fingerprint": initial_set_fingerprint(X[index], y[index]),
                 "cpu": cpu_model(),
-                **final_outcome(problem, state, keys[index][2], keys[index][3], num_metric_samples),
-                "mixture_family": family_of(state.mixture),
+                **final_outcome(problem, learner, state, keys[index][2], keys[index][3], num_metric_samples),
+                "mixture_family": family_of(state.posterior),
                 "whitening_pass": int(state.whitening_pass),
                 "vmapped_seeds": len(seeds),
                 "batch_compile_seconds": compile_seconds,
@@ -607,6 +599,7 @@ def run_problems(args, options, num_metric_samples, output_dir):
     code = code_version()  # at the start: the modules are imported, later edits do not run
     for problem_name in args.problems.split(","):
         problem = make_problem(problem_name, args.data_dir)
+        learner = learner_for(problem, options, args.batch_size)
         path = output_dir / f"{problem_name}.json"
         record = json.loads(path.read_text()) if path.exists() and not args.quick else None
         if record is None:
@@ -615,7 +608,7 @@ def run_problems(args, options, num_metric_samples, output_dir):
                 "log_normaliser": problem.log_normaliser,
                 "budget": args.budget or problem.budget,
                 "batch_size": args.batch_size or problem.batch_size,
-                "options": {k: getattr(options, k) for k in options.__dataclass_fields__},
+                "options": {k: getattr(learner, k) for k in learner.__dataclass_fields__},
                 "jax_version": jax.__version__,
                 "machine": {"platform": platform.platform(), "cpu": cpu_model(), "cpus": os.cpu_count()},
                 "runs": [],
@@ -623,11 +616,10 @@ def run_problems(args, options, num_metric_samples, output_dir):
         done = {run["seed"] for run in record["runs"]}
         seeds = [seed for seed in range(args.first_seed, args.first_seed + args.seeds) if seed not in done]
         if args.vmap_seeds:
-            batches = [run_seeds_vmapped(problem, seeds, options, num_metric_samples, args.budget, args.batch_size)]
+            batches = [run_seeds_vmapped(problem, seeds, learner, num_metric_samples, args.budget)]
         else:  # one seed at a time, each saved as soon as it is done
             batches = (
-                [run_seed(problem, seed, options, num_metric_samples, args.budget, args.batch_size, args.trace)]
-                for seed in seeds
+                [run_seed(problem, seed, learner, num_metric_samples, args.budget, args.trace)] for seed in seeds
             )
         for outcomes in batches:
             for outcome in outcomes:
@@ -720,23 +712,12 @@ def main():
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
     parser.add_argument(
         "--mixture-family",
-        choices=("auto", "axis", "rotated"),
+        choices=("axis", "rotated"),
         default=None,
         help="variational family (default: the library's, 'axis')",
     )
     parser.add_argument("--no-whitening", action="store_true", help="no whitening of the inference space")
     parser.add_argument("--whitening-passes", type=int, default=None, help="whitening passes at init")
-    parser.add_argument(
-        "--probe-fallback-mountain",
-        action="store_true",
-        help="after a round that fell back to the last hyperparameters, ask the new mixture's mountain top first",
-    )
-    parser.add_argument(
-        "--fallback-max-elbo-gain",
-        type=float,
-        default=None,
-        help="reject a fallback round's re-optimised mixture whose ELBO gains more than this many nats",
-    )
     parser.add_argument(
         "--max-inducing", type=int, default=None, help="cap on inducing points (default: the document's 300 + 2√N_f)"
     )

@@ -3,9 +3,9 @@ log Z = 6.165761171767828): ΔLML = |ELBO − log Z|, MMTV and GsKL against exac
 wall time and number of target evaluations, per seed.
 
 - **SVBMC**: `run_seed` of `svbmc_problems.py` with its two-moons initial set (4 slice-sampling chains ×
-  250 evaluations, every evaluation kept) and `budget` = 200 active evaluations in batches of 5, default
-  `SVBMCOptions` (1200 evaluations in all). Its wall time is the initial set's generation plus
-  `svbmc.init` + `svbmc.fit` (both include JIT compilation, which later seeds of one process reuse).
+  250 evaluations, every evaluation kept) and `budget` = 200 active evaluations in batches of 5, the default
+  `svbmc.SVBMC` (1200 evaluations in all). Its wall time is the initial set's generation plus
+  `SVBMC.init` + `run_black_box` (both include JIT compilation, which later seeds of one process reuse).
 - **PyVBMC**: run from scratch on the same log density (the jitted `TwoMoons.log_density`, called with a
   NumPy point and returning a float), unbounded (bounds ±∞), plausible bounds [−1.5, 1.5]², x0 ~ N(0, 0.5²I)
   per seed, `max_fun_evals` = the SVBMC run's total, 1200 (and `max_iter` = `max_fun_evals`, so that the
@@ -81,9 +81,9 @@ def run_svbmc(problem, seed, budget, batch_size, options, num_metric_samples):
         return X, y
 
     timed = dataclasses.replace(problem, initial_set=timed_initial_set)
-    outcome = run_seed(timed, seed, options, num_metric_samples, budget, batch_size)
+    outcome = run_seed(timed, seed, dataclasses.replace(options, batch_size=batch_size), num_metric_samples, budget)
     outcome.update(timing)
-    # `svbmc.fit` evaluates the target until exactly `budget` new evaluations are spent.
+    # `run_black_box` evaluates the target until exactly `budget` new evaluations are spent.
     outcome["num_evaluations"] = outcome["num_initial"] + budget
     outcome["wall_seconds"] = outcome["initial_set_seconds"] + outcome["total_seconds"]
     return outcome
@@ -264,7 +264,8 @@ def main():
     parser.add_argument("--pyvbmc-full-budget", action="store_true", help="PyVBMC min_fun_evals = max_fun_evals")
     parser.add_argument("--output-dir", default=str(Path(__file__).parent / "results"))
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; its numbers mean nothing")
-    parser.set_defaults(mixture_family=None)  # SVBMC's default family
+    # SVBMC's defaults for `run_settings`' other arguments
+    parser.set_defaults(mixture_family=None, no_whitening=False, whitening_passes=None, max_inducing=None)
     args = parser.parse_args()
 
     options, num_metric_samples = run_settings(args)

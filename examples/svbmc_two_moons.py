@@ -35,10 +35,11 @@ from gpcompose.benchmarks.metrics import delta_lml, mmtv  # noqa: E402
 NAME = "svbmc_two_moons"
 NUM_CHAINS = 4
 BOX_HALF_WIDTH = 2.0  # the target is below e^{-70} of its maximum outside [-2, 2]² (ring radius 0.71, sd 0.1)
-# (full size, smoke size): slice-sampling evaluations per chain, new evaluations, evaluations per round
-SIZES = {False: (100, 10, 5), True: (40, 2, 2)}
-OPTIONS = {
-    False: svbmc.SVBMCOptions(
+# (full size, smoke size): slice-sampling evaluations per chain, new evaluations
+SIZES = {False: (100, 10), True: (40, 2)}
+LEARNERS = {
+    False: svbmc.SVBMC(
+        batch_size=5,
         max_components=8,
         subset_size=150,
         min_inducing=80,
@@ -50,7 +51,8 @@ OPTIONS = {
         num_candidates=64,
         search_steps=15,
     ),
-    True: svbmc.SVBMCOptions(
+    True: svbmc.SVBMC(
+        batch_size=2,
         max_components=2,
         subset_size=60,
         min_inducing=20,
@@ -116,7 +118,7 @@ def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
     """SVBMC on two moons; writes `<out_dir>/svbmc_two_moons.png` and returns the summary row
     (ΔLML = |ELBO − log Z| against the grid-quadrature log Z, plus MMTV against exact samples)."""
     start = time.perf_counter()
-    evaluations_per_chain, budget, batch_size = SIZES[smoke]
+    evaluations_per_chain, budget = SIZES[smoke]
     data_key, fit_key, sample_key, reference_key = jax.random.split(key, 4)
     target = TwoMoons(radial_scale=0.1, concentration=8.0)
     log_normaliser = float(grid_log_normaliser(target, 200 if smoke else 800))
@@ -124,15 +126,7 @@ def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
         raise RuntimeError(f"grid log Z {log_normaliser} disagrees with the closed form {target.log_normaliser}.")
     X, y = initial_evaluations(target, data_key, evaluations_per_chain)
     log_density = eqx.filter_jit(target.log_density)
-    result = svbmc.fit(
-        lambda x: float(log_density(x)),
-        X,
-        y,
-        key=fit_key,
-        budget=budget,
-        batch_size=batch_size,
-        options=OPTIONS[smoke],
-    )
+    result = svbmc.fit(lambda x: float(log_density(x)), X, y, key=fit_key, budget=budget, learner=LEARNERS[smoke])
     num_samples = 2000 if smoke else 20_000
     samples = np.asarray(result.posterior.sample(sample_key, num_samples))
     error = float(delta_lml(result.elbo, log_normaliser))

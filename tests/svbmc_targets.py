@@ -1,4 +1,4 @@
-"""The small SVBMC problems the SVBMC workflow tests share: one option set and one problem
+"""The small SVBMC problems the SVBMC workflow tests share: one learner and one problem
 shape, so that the tests of a file reuse each other's compiled programs."""
 
 import math
@@ -27,8 +27,8 @@ SMALL_SETTINGS = dict(
     final_entropy_samples=65536,
     whitening_passes=1,  # the targets here are Gaussian: one pass whitens them (two passes: tested)
 )
-SMALL = svbmc.SVBMCOptions(**SMALL_SETTINGS)
 NUM_INITIAL, BUDGET, BATCH = 120, 4, 2  # one shape for every test: compiled programs are shared
+SMALL = svbmc.SVBMC(batch_size=BATCH, **SMALL_SETTINGS)
 
 
 def gaussian_log_density(x):

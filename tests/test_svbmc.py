@@ -1,8 +1,9 @@
-"""SVBMC workflow: end-to-end accuracy on a Gaussian target, ask/tell, vmap over seeds,
-whitening, the choice of the variational family (`mixture_family="auto"`), resume, failed
-evaluations and bad input. Problem sizes are small; the paper's problems are in
-benchmarks/svbmc_*.py. The tests share one file so that their compiled programs are shared
-(the same `init` on the correlated target serves the whitening and the family tests)."""
+"""SVBMC workflow: end-to-end accuracy on a Gaussian target, the learner's protocol (ask/tell,
+`run_black_box` with failures, checkpoints and resume, `run_traceable` vmapped over seeds),
+whitening, the rotated variational family, and bad input. Problem sizes are small; the
+paper's problems are in benchmarks/svbmc_*.py. The tests share one file so that their
+compiled programs are shared (the same `init` on the correlated target serves the whitening
+and the family tests)."""
 
 import dataclasses
 import math
@@ -14,8 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import gpcompose
 from gpcompose import sparse, svbmc
 from gpcompose.acquisition import log_expected_interquantile_range, log_sinh
+from gpcompose.active_learning import Checkpoint, load_checkpoint, run_black_box, run_traceable
 from gpcompose.benchmarks.metrics import gskl
 from gpcompose.svbmc import _surrogate, _training
 from gpcompose.svbmc._refit import condition_on_selected
@@ -37,19 +40,15 @@ from .svbmc_targets import (
 )
 
 
+def python_gaussian(x):
+    return float(gaussian_log_density(jnp.asarray(x)))
+
+
 def test_gaussian_target_end_to_end():
     """ELBO within 0.05 of log Z and GsKL < 0.01 with the default (axis-aligned) family;
-    the rotated family's run is `test_auto_family_keeps_the_rotated_mixture_...`."""
+    the rotated family's run is `test_the_rotated_family_fits_a_correlated_target_...`."""
     X, y = initial_evaluations(jax.random.key(0), NUM_INITIAL)
-    result = svbmc.fit(
-        lambda x: float(gaussian_log_density(jnp.asarray(x))),
-        X,
-        y,
-        key=jax.random.key(1),
-        budget=BUDGET,
-        batch_size=BATCH,
-        options=SMALL,
-    )
+    result = svbmc.fit(python_gaussian, X, y, key=jax.random.key(1), budget=BUDGET, learner=SMALL)
     assert abs(float(result.elbo) - LOG_Z) < 0.05
     divergence = gskl(result.posterior.mean(), result.posterior.covariance(), MEAN, jnp.diag(SD**2))
     assert float(divergence) < 0.01
@@ -65,8 +64,8 @@ def test_traced_initial_rows_that_are_unusable_are_masked_out():
     subset is drawn from a shorter array, so its fits differ slightly)."""
     X, y = initial_evaluations(jax.random.key(8), NUM_INITIAL + 3)
     lower, upper = np.array([-10.0, -np.inf]), np.array([np.inf, np.inf])
-    settings = dict(budget=BUDGET, batch_size=BATCH, lower_bounds=lower, upper_bounds=upper, options=SMALL)
-    initialise = eqx.filter_jit(lambda X, y: svbmc.init(X, y, key=jax.random.key(9), **settings))
+    settings = dict(budget=BUDGET, lower_bounds=lower, upper_bounds=upper)
+    initialise = eqx.filter_jit(lambda X, y: SMALL.init(X, y, key=jax.random.key(9), **settings))
 
     def spoil(nan_value, infinite_input, outside_value):
         X_bad, y_bad = X.copy(), y.copy()
@@ -78,15 +77,15 @@ def test_traced_initial_rows_that_are_unusable_are_masked_out():
     bad = np.zeros(NUM_INITIAL + 3 + BUDGET, bool)
     bad[[3, 7, 11]] = True
     bad[NUM_INITIAL + 3 :] = True  # the budget's empty slots
-    np.testing.assert_array_equal(np.asarray(traced.succeeded), ~bad)
+    np.testing.assert_array_equal(np.asarray(traced.evaluations.succeeded), ~bad)
     for a, b in zip(jax.tree_util.tree_leaves(traced), jax.tree_util.tree_leaves(other)):
         if eqx.is_array(a) and jnp.issubdtype(a.dtype, jnp.floating):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     with pytest.warns(RuntimeWarning, match="dropped 2 initial evaluations with NaN or infinite values and 1 outside"):
-        dropped = svbmc.init(*spoil(np.nan, np.inf, -10.0), key=jax.random.key(9), **settings)
+        dropped = SMALL.init(*spoil(np.nan, np.inf, -10.0), key=jax.random.key(9), **settings)
     assert np.isfinite(float(traced.elbo))
     assert abs(float(traced.elbo) - float(dropped.elbo)) < float(dropped.elbo_sd)  # measured 1.2e-4 against 0.0067
-    assert svbmc.result(traced).X.shape[0] == NUM_INITIAL
+    assert SMALL.result(traced).X.shape[0] == NUM_INITIAL
 
 
 def test_bounded_coordinates_give_a_posterior_inside_the_bounds():
@@ -107,10 +106,9 @@ def test_bounded_coordinates_give_a_posterior_inside_the_bounds():
             y,
             key=key,
             budget=BUDGET,
-            batch_size=BATCH,
+            learner=SMALL,
             lower_bounds=lower,
             upper_bounds=upper,
-            options=SMALL,
         )
     samples = result.posterior.sample(jax.random.key(12), 2000)
     assert np.all(np.asarray(samples[:, 0]) > 0)
@@ -125,37 +123,54 @@ def assert_trees_equal(a, b):
             np.testing.assert_array_equal(leaf_a, leaf_b)
 
 
+SMALL_STATE_DATA = (jax.random.key(2), jax.random.key(3))  # the keys of the initial points and of `init`
+
+
 @pytest.fixture(scope="module")
 def small_state():
-    X, y = initial_evaluations(jax.random.key(2), NUM_INITIAL)
-    return svbmc.init(X, y, key=jax.random.key(3), budget=BUDGET, batch_size=BATCH, options=SMALL)
+    X, y = initial_evaluations(SMALL_STATE_DATA[0], NUM_INITIAL)
+    return SMALL.init(X, y, key=SMALL_STATE_DATA[1], budget=BUDGET)
 
 
 def test_ask_tell_compile_once_and_resume_equals_uninterrupted(small_state, tmp_path, backend_compilations):
-    """The public `ask`/`tell` as `fit` calls them (a Python float for y): after the first
-    step nothing is compiled again, and a state saved after two steps and loaded back
-    continues exactly as the uninterrupted run."""
+    """`run_black_box` compiles `ask` and `tell` by the first evaluation and nothing after
+    it; a run interrupted (KeyboardInterrupt from the target) mid-round, saved to its
+    checkpoint, loaded with `load_checkpoint` and resumed equals the uninterrupted run
+    bit for bit."""
+    key = jax.random.key(4)
+    compiled = []
+    uninterrupted = run_black_box(
+        SMALL, python_gaussian, small_state, key, callback=lambda progress: compiled.append(len(backend_compilations))
+    )
+    assert len(compiled) == BUDGET and compiled[-1] == compiled[0]
 
-    def step(state, key):
-        x = svbmc.ask(state, key)
-        return svbmc.tell(state, x, float(gaussian_log_density(x)))
+    calls = []
 
-    keys = list(jax.random.split(jax.random.key(4), 4))
-    uninterrupted = step(small_state, keys[0])
-    compiled_by_first_step = len(backend_compilations)
-    for key in keys[1:]:
-        uninterrupted = step(uninterrupted, key)
-    assert len(backend_compilations) == compiled_by_first_step
+    def interrupted(x):
+        calls.append(x)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return python_gaussian(x)
 
-    halfway = step(step(small_state, keys[0]), keys[1])
-    path = tmp_path / "state.eqx"
-    eqx.tree_serialise_leaves(path, halfway)
-    resumed = eqx.tree_deserialise_leaves(path, small_state)
-    for key in keys[2:]:
-        resumed = step(resumed, key)
+    path = tmp_path / "svbmc.gpc"
+    with pytest.warns(RuntimeWarning, match="interrupted after 1 evaluations"):
+        halfway = run_black_box(SMALL, interrupted, small_state, key, checkpoint=Checkpoint(path, every=BUDGET))
+    assert int(halfway.evaluations.num_evaluations) == 1  # mid-round
+    X, y = initial_evaluations(SMALL_STATE_DATA[0], NUM_INITIAL)
+    like = eqx.filter_eval_shape(SMALL.init, X, y, key=SMALL_STATE_DATA[1], budget=BUDGET)
+    learner, loaded, loaded_key = load_checkpoint(path, SMALL, like)
+    resumed = run_black_box(learner, python_gaussian, loaded, loaded_key)
 
-    assert int(uninterrupted.num_evaluations) == 4
+    assert int(uninterrupted.evaluations.num_evaluations) == 4
     assert_trees_equal(uninterrupted, resumed)
+    for a, b in zip(jax.tree_util.tree_leaves(uninterrupted), jax.tree_util.tree_leaves(resumed)):
+        assert a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
+
+    other_budget = eqx.filter_eval_shape(SMALL.init, X, y, key=SMALL_STATE_DATA[1], budget=BUDGET + 1)
+    with pytest.raises(ValueError, match="other shapes"):
+        load_checkpoint(path, SMALL, other_budget)
+    with pytest.raises(ValueError, match="other settings"):
+        load_checkpoint(path, dataclasses.replace(SMALL, batch_size=BATCH + 1), like)
 
 
 def test_tell_adds_the_point_to_the_inducing_set_even_where_z_spans_it(small_state):
@@ -163,14 +178,14 @@ def test_tell_adds_the_point_to_the_inducing_set_even_where_z_spans_it(small_sta
     existing inducing input, where only a new inducing input lowers the jitter floor
     of the variance (`sparse.reducible_variance`; the effect on a₁ is tested in
     test_uncertainty_sampling)."""
-    posterior = small_state.posterior
-    z = posterior.inducing_inputs[0]
+    surrogate = small_state.surrogate
+    z = surrogate.inducing_inputs[0]
     x = small_state.transform.from_unbounded(z)
-    state = svbmc.tell(small_state, x, float(gaussian_log_density(x)))
-    assert int(state.num_pending) == 1  # no retraining yet
-    added = np.asarray(state.posterior.inducing_mask) & ~np.asarray(posterior.inducing_mask)
+    state, info = SMALL.tell(small_state, x, float(gaussian_log_density(x)))
+    assert int(state.evaluations.num_evaluations) == 1 and not bool(info.updated)  # no retraining yet
+    added = np.asarray(state.surrogate.inducing_mask) & ~np.asarray(surrogate.inducing_mask)
     assert added.sum() == 1
-    np.testing.assert_allclose(np.asarray(state.posterior.inducing_inputs)[added][0], z, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(state.surrogate.inducing_inputs)[added][0], z, rtol=1e-12)
 
 
 def test_failed_evaluations_are_recorded_and_the_run_goes_on(small_state):
@@ -182,17 +197,53 @@ def test_failed_evaluations_are_recorded_and_the_run_goes_on(small_state):
             raise RuntimeError("solver diverged")
         if len(calls) == 2:
             return float("nan")
-        return float(gaussian_log_density(jnp.asarray(x)))
+        return python_gaussian(x)
 
     with pytest.warns(RuntimeWarning, match="recorded as failed"):
-        result = svbmc.fit(flaky, None, None, key=jax.random.key(7), state=small_state, budget=BUDGET)
+        result = SMALL.result(run_black_box(SMALL, flaky, small_state, jax.random.key(7)))
     assert len(calls) == 4 and result.num_failed == 2
     assert result.X.shape[0] == NUM_INITIAL + 2
     assert np.isfinite(float(result.elbo))
 
 
+def test_a_target_that_raises_or_returns_nan_or_infinities_is_recorded_as_failed(small_state):
+    """Every failure mode in one run: each failed call takes its row of the buffer (succeeded
+    False), counts in `num_failed`, and the retrainings and the result stay finite."""
+    outcomes = iter([RuntimeError("diverged"), float("nan"), float("inf"), float("-inf")])
+    seen = []
+
+    def broken(x):
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    with pytest.warns(RuntimeWarning, match="recorded as failed"):
+        final = run_black_box(SMALL, broken, small_state, jax.random.key(7), callback=seen.append)
+    evaluations = final.evaluations
+    assert int(evaluations.num_evaluations) == BUDGET and int(evaluations.num_failed) == BUDGET
+    assert np.all(np.asarray(evaluations.evaluated)) and not np.any(np.asarray(evaluations.succeeded[NUM_INITIAL:]))
+    assert [bool(progress.tell_info.succeeded) for progress in seen] == [False] * BUDGET
+    assert [bool(progress.tell_info.updated) for progress in seen] == [False, True] * (BUDGET // BATCH)
+    result = SMALL.result(final)
+    assert result.num_failed == BUDGET and result.X.shape[0] == NUM_INITIAL
+    assert np.isfinite(float(result.elbo)) and np.isfinite(float(result.elbo_sd))
+    assert np.all(np.isfinite(np.asarray(result.posterior.mean())))
+
+
+def test_a_failed_evaluation_of_a_noisy_target_is_recorded_as_failed(small_state):
+    """`run_black_box` tells a failed call of a noisy target with `noise_sd` None: it is
+    stored as failed, and a successful noisy evaluation with its sd² as σ²_obs."""
+    noisy = dataclasses.replace(small_state, noisy=True)
+    x = small_state.transform.from_unbounded(small_state.surrogate.inducing_inputs[0])
+    failed, succeeded = SMALL.record(noisy, x, float("nan"), None)
+    assert not bool(succeeded) and int(failed.evaluations.num_failed) == 1
+    recorded, succeeded = SMALL.record(noisy, x, float(gaussian_log_density(x)), 0.3)
+    assert bool(succeeded) and float(recorded.evaluations.noise_variance[NUM_INITIAL]) == pytest.approx(0.09)
+
+
 def test_imiqr_uses_the_lookahead_variance_of_a_refit(small_state, getkey):
-    posterior = small_state.posterior
+    posterior = small_state.surrogate
     x = jnp.array([0.3, -0.7])
     reference = jax.random.normal(getkey(), (25, 2))
     noise = 0.05
@@ -216,21 +267,22 @@ def test_imiqr_uses_the_lookahead_variance_of_a_refit(small_state, getkey):
 def test_mixture_components_stay_in_the_high_points_box(small_state):
     """Every component mean lies in the box of the points within θ_σ = 10D of the best,
     centre ± width/2 (the state's `centre`, `width`), not merely in the training inputs' box."""
-    mask = np.asarray(small_state.mixture.mask)
-    means = np.asarray(small_state.mixture.means)[mask]
+    mask = np.asarray(small_state.posterior.mask)
+    means = np.asarray(small_state.posterior.means)[mask]
     lower = np.asarray(small_state.centre - 0.5 * small_state.width)
     upper = np.asarray(small_state.centre + 0.5 * small_state.width)
     assert np.all(means >= lower - 1e-9) and np.all(means <= upper + 1e-9)
 
 
-def stuck_retraining(state, last_mixture, earlier_mixture):
+def stuck_retraining(state, last_mixture, earlier_mixture, learner=SMALL):
     """`retrain` on `state`'s rows with the ceiling far below the data, so that the refit, the
     new mixture and the re-optimised last mixture all exceed it (a stuck round)."""
-    options = dataclasses.replace(state.options, peak_tolerance_per_dimension=-1e3)
-    last_surrogate = _surrogate.Surrogate(state.posterior.kernel, state.posterior.mean)
-    rows = (state.inputs, state.log_densities, state.observation_variance, state.succeeded)
+    options = dataclasses.replace(learner, peak_tolerance_per_dimension=-1e3)
+    last_surrogate = _surrogate.Surrogate(state.surrogate.kernel, state.surrogate.mean)
+    evaluations = state.evaluations
+    rows = (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded)
     previous = _training.Previous(last_surrogate, last_mixture, earlier_mixture)
-    num_initial = state.capacity - options.budget
+    num_initial = evaluations.num_initial
     fit = eqx.filter_jit(_training.retrain)(
         *rows, jax.random.key(11), options, num_initial=num_initial, previous=previous
     )
@@ -244,13 +296,13 @@ def test_a_round_whose_every_candidate_peaks_keeps_the_last_hyperparameters_and_
     full (Lotka–Volterra MCMC-12k seed 0: M, the lengthscales and the GP sd at reference
     draws unchanged for 190 evaluations)."""
     fit, (last_surrogate, rows, options, num_initial) = stuck_retraining(
-        small_state, small_state.mixture, small_state.mixture
+        small_state, small_state.posterior, small_state.posterior
     )
     assert bool(fit.stuck) and np.all(np.isfinite(np.asarray(fit.probes)))  # the next round probes
-    assert_trees_equal(fit.mixture, small_state.mixture)
+    assert_trees_equal(fit.mixture, small_state.posterior)
     keep, values, noise = _training.training_rows(rows, options, num_initial)
     expected = condition_on_selected(
-        last_surrogate, small_state.inputs, values, noise, keep, options, num_initial=num_initial
+        last_surrogate, small_state.evaluations.inputs, values, noise, keep, options, num_initial=num_initial
     )
     # `retrain` is compiled and `condition_on_selected` runs op by op here: equal to rounding,
     # which in a factor or a solve scales with the leaf's largest entry, not with each entry
@@ -270,7 +322,7 @@ def test_a_stuck_round_keeps_the_one_of_the_last_two_mixtures_with_the_higher_el
     points' box off the posterior), a stuck round keeps the other one: on Lotka–Volterra
     CMA-ES-5k seed 8 the last mixture was the one on the mountain, and keeping it ended the
     run 3.9 below log Z."""
-    good = small_state.mixture
+    good = small_state.posterior
     astray = eqx.tree_at(lambda m: m.means, good, good.means + 3.0 * small_state.width[None, :])
     for last, earlier in ((astray, good), (good, astray)):
         fit, _ = stuck_retraining(small_state, last, earlier)
@@ -285,22 +337,32 @@ def test_the_state_says_where_its_hyperparameters_come_from(small_state):
     assert int(small_state.hyperparameter_source) == _training.FITTED
     X, y = initial_evaluations(jax.random.key(2), NUM_INITIAL)
     peaking = dataclasses.replace(SMALL, peak_tolerance_per_dimension=-1e3)
-    state = svbmc.init(X, y, key=jax.random.key(3), budget=BUDGET, batch_size=BATCH, options=peaking)
+    state = peaking.init(X, y, key=jax.random.key(3), budget=BUDGET)
     assert int(state.hyperparameter_source) == _training.UNFITTED_START
-    fit, _ = stuck_retraining(small_state, small_state.mixture, small_state.mixture)
+    fit, _ = stuck_retraining(small_state, small_state.posterior, small_state.posterior)
     assert int(fit.hyperparameter_source) == _training.LAST_ROUND
+
+
+def told(state, count):
+    """`state` as if `count` evaluations had been told since `init` (failed ones: the rows are
+    marked evaluated, not succeeded), to place an `ask` within a round."""
+    evaluations = state.evaluations
+    start = evaluations.num_initial
+    evaluated = evaluations.evaluated.at[start : start + count].set(True)
+    return eqx.tree_at(lambda s: s.evaluations.evaluated, state, evaluated)
 
 
 def test_after_a_stuck_round_the_first_asks_are_the_probes_then_the_acquisition_search(small_state):
     """Where the last retraining set `stuck` (it kept the last mixture because every
     candidate peaked), the round's first two `ask`s return the probes (stored in w, asked in
     x); the third, and every `ask` without probes, is the acquisition's search."""
-    probes = small_state.inputs[:2] + 0.5
+    probes = small_state.evaluations.inputs[:2] + 0.5
     probing = eqx.tree_at(lambda s: (s.probes, s.stuck), small_state, (probes, jnp.asarray(True)))
     key = jax.random.key(5)
+    rounds_of_three = dataclasses.replace(SMALL, batch_size=3)
 
     def asked(state, num_pending):
-        return np.asarray(svbmc.ask(eqx.tree_at(lambda s: s.num_pending, state, jnp.asarray(num_pending)), key))
+        return np.asarray(rounds_of_three.ask(told(state, num_pending), key)[0])
 
     assert not bool(small_state.stuck)  # init is never stuck
     for index in range(2):
@@ -311,41 +373,19 @@ def test_after_a_stuck_round_the_first_asks_are_the_probes_then_the_acquisition_
     assert np.min(np.abs(searched - asked(probing, 0))) > 1e-6  # the search does not land on the probe
 
 
-def test_with_probe_fallback_mountain_a_fallen_back_round_asks_its_mountain_top_first(small_state):
-    """After a round that kept the last round's hyperparameters because its new mixture
-    found a mountain (not stuck), `options.probe_fallback_mountain` makes the next `ask` the
-    mountain's top (`probes[0]`) and the one after it the search; without the option both
-    are the search."""
-    probes = small_state.inputs[:2] + 0.5
-    fallen_back = eqx.tree_at(
-        lambda s: (s.probes, s.hyperparameter_source), small_state, (probes, jnp.asarray(_training.LAST_ROUND))
-    )
-    probing = dataclasses.replace(
-        fallen_back, options=dataclasses.replace(small_state.options, probe_fallback_mountain=True)
-    )
-    key = jax.random.key(5)
-
-    def asked(state, num_pending):
-        return np.asarray(svbmc.ask(eqx.tree_at(lambda s: s.num_pending, state, jnp.asarray(num_pending)), key))
-
-    np.testing.assert_allclose(asked(probing, 0), small_state.transform.from_unbounded(probes[0]), rtol=1e-12)
-    for num_pending in (0, 1):  # the search, whatever the option, where no probe is due
-        np.testing.assert_array_equal(asked(fallen_back, num_pending), asked(small_state, num_pending))
-    np.testing.assert_array_equal(asked(probing, 1), asked(small_state, 1))
-
-
 def test_tell_censors_an_evaluation_far_below_at_the_trimming_level(small_state):
     """An active-phase value below y⋆ = max lcb − η enters the rank-1 update as y⋆
     (`_training.training_rows`): telling 10⁴ below and telling y⋆ give the same sparse GP,
     which a value at y⋆ + 1 does not."""
-    x = small_state.transform.from_unbounded(small_state.posterior.inducing_inputs[0] + 3.0)
-    rows = (small_state.inputs, small_state.log_densities, small_state.observation_variance, small_state.succeeded)
-    level = float(_training.censoring_level(rows, small_state.options))
+    x = small_state.transform.from_unbounded(small_state.surrogate.inducing_inputs[0] + 3.0)
+    evaluations = small_state.evaluations
+    rows = (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded)
+    level = float(_training.censoring_level(rows, SMALL))
     jacobian = float(small_state.transform.log_abs_det_jacobian(small_state.transform.to_unbounded(x)))
 
     def mean_after(value):
-        posterior = svbmc.tell(small_state, x, value).posterior
-        return np.asarray(sparse.predict(posterior, small_state.inputs[:20])[0])
+        surrogate = SMALL.tell(small_state, x, value)[0].surrogate
+        return np.asarray(sparse.predict(surrogate, evaluations.inputs[:20])[0])
 
     far_below = mean_after(level - 1e4 - jacobian)
     np.testing.assert_allclose(far_below, mean_after(level - jacobian), rtol=1e-12, atol=1e-12)
@@ -358,33 +398,39 @@ def test_non_finite_initial_values_are_dropped_with_a_count():
     X[7, 1] = np.inf
     y[11] = -np.inf
     with pytest.warns(RuntimeWarning, match="dropped 3 initial evaluations"):
-        state = svbmc.init(X, y, key=jax.random.key(9), budget=BUDGET, batch_size=BATCH, options=SMALL)
-    assert int(jnp.sum(state.succeeded)) == NUM_INITIAL
+        state = SMALL.init(X, y, key=jax.random.key(9), budget=BUDGET)
+    assert int(jnp.sum(state.evaluations.succeeded)) == NUM_INITIAL
 
 
 def test_bad_input_raises_value_errors():
     X, y = initial_evaluations(jax.random.key(10), 50)
+    learner, key = svbmc.SVBMC(), jax.random.key(0)
     with pytest.raises(ValueError, match="`y` must have shape"):
-        svbmc.init(X, y[:-1], key=jax.random.key(0))
+        learner.init(X, y[:-1], key=key, budget=BUDGET)
     with pytest.raises(ValueError, match="`X` must have shape"):
-        svbmc.init(X[:, 0], y, key=jax.random.key(0))
+        learner.init(X[:, 0], y, key=key, budget=BUDGET)
     with pytest.raises(ValueError, match="`lower_bounds` must have shape"):
-        svbmc.init(X, y, key=jax.random.key(0), lower_bounds=np.zeros(3))
+        learner.init(X, y, key=key, budget=BUDGET, lower_bounds=np.zeros(3))
     with pytest.raises(ValueError, match="strictly smaller"):
-        svbmc.init(X, y, key=jax.random.key(0), lower_bounds=np.array([1.0, -10.0]), upper_bounds=np.array([0.0, 10.0]))
+        learner.init(X, y, key=key, budget=BUDGET, lower_bounds=np.array([1.0, -10.0]), upper_bounds=np.zeros(2))
     with pytest.raises(ValueError, match="`noise_sd` must be"):
-        svbmc.init(X, y, key=jax.random.key(0), noise_sd=np.ones(3))
+        learner.init(X, y, key=key, budget=BUDGET, noise_sd=np.ones(3))
+    for budget in (-1, 2.0, True):
+        with pytest.raises(ValueError, match="`budget` must be a non-negative int"):
+            learner.init(X, y, key=key, budget=budget)
+    with pytest.raises(ValueError, match="`batch_size` must be positive"):
+        svbmc.SVBMC(batch_size=0)
 
 
 UNWHITENED_AXIS = dataclasses.replace(SMALL, mixture_family="axis", whitening=False)
-UNWHITENED_AUTO = dataclasses.replace(SMALL, mixture_family="auto", whitening=False)
+UNWHITENED_ROTATED = dataclasses.replace(SMALL, mixture_family="rotated", whitening=False)
 
 
 @pytest.fixture(scope="module")
 def correlated_unwhitened_axis_state():
     """`init` on N(0, C), correlation 0.95, with the axis-aligned family and no whitening."""
     X, y = correlated_evaluations()
-    return svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=UNWHITENED_AXIS)
+    return UNWHITENED_AXIS.init(X, y, key=jax.random.key(4), budget=BUDGET)
 
 
 def test_whitening_fits_a_correlated_target_better_than_the_axis_aligned_space(correlated_unwhitened_axis_state):
@@ -394,11 +440,12 @@ def test_whitening_fits_a_correlated_target_better_than_the_axis_aligned_space(c
     shrunk by half)."""
     X, y = correlated_evaluations()
     plain = correlated_unwhitened_axis_state
-    whitened = svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=SMALL)
+    assert int(plain.whitening_pass) == -1  # no whitening: no pass
+    whitened = SMALL.init(X, y, key=jax.random.key(4), budget=BUDGET)
     assert not np.allclose(whitened.transform.factor, np.eye(2))
     assert float(whitened.elbo) > float(plain.elbo)
     assert abs(float(whitened.elbo)) < 0.05
-    posterior = svbmc.result(whitened).posterior
+    posterior = SMALL.result(whitened).posterior
     assert gskl(posterior.mean(), posterior.covariance(), jnp.zeros(2), jnp.asarray(CORRELATED_COVARIANCE)) < 0.01
 
 
@@ -406,8 +453,7 @@ def covariance_in_init_space(**changes):
     """(F⁻¹ C F⁻ᵀ, kept pass): the correlated target's covariance in the space `init` ends in,
     and the whitening pass `init` kept there."""
     X, y = correlated_evaluations()
-    options = dataclasses.replace(SMALL, **changes)
-    state = svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=options)
+    state = dataclasses.replace(SMALL, **changes).init(X, y, key=jax.random.key(4), budget=BUDGET)
     inverse = np.linalg.inv(np.asarray(state.transform.factor))
     return inverse @ CORRELATED_COVARIANCE @ inverse.T, int(state.whitening_pass)
 
@@ -447,54 +493,33 @@ def test_on_a_chain_like_set_of_a_strongly_correlated_target_the_default_start_r
     log_normaliser = 0.5 * np.linalg.slogdet(covariance)[1] + math.log(2 * math.pi)
     X = np.random.default_rng(0).multivariate_normal(np.zeros(2), covariance, NUM_INITIAL)
     y = -0.5 * np.einsum("nd,de,ne->n", X, precision, X) - log_normaliser
-    settings = dict(key=jax.random.key(0), budget=BUDGET, batch_size=BATCH)
-    default = svbmc.init(X, y, **settings, options=SMALL)
-    given = svbmc.init(X, y, **settings, options=dataclasses.replace(SMALL, highest_points_whitening=False))
+    settings = dict(key=jax.random.key(0), budget=BUDGET)
+    default = SMALL.init(X, y, **settings)
+    given = dataclasses.replace(SMALL, highest_points_whitening=False).init(X, y, **settings)
     assert abs(float(default.elbo)) < 0.05
     assert float(given.elbo) > 1.0
 
 
-def test_auto_family_keeps_the_axis_aligned_mixture_unless_the_rotated_elbo_is_clearly_higher():
-    """On the axis-aligned Gaussian target, with whitening off, both families reach log Z
-    (rotated − axis-aligned ELBO: −0.15, 0.00, −0.30, −0.17 combined sds for keys 0–3,
-    measured), so "auto" keeps the axis-aligned one (flag on), and its init is the "axis"
-    init, to Monte Carlo error (the flagged pytree goes through the full-matrix code,
-    `test_elbo.py`)."""
-    X, y = initial_evaluations(jax.random.key(0), NUM_INITIAL)
-    settings = dict(key=jax.random.key(0), budget=BUDGET, batch_size=BATCH)
-    auto = svbmc.init(X, y, **settings, options=UNWHITENED_AUTO)
-    axis_aligned = svbmc.init(X, y, **settings, options=UNWHITENED_AXIS)
-    assert int(axis_aligned.whitening_pass) == -1  # no whitening: no pass
-    assert auto.mixture.lambda_offdiagonal is not None and not bool(auto.mixture.is_rotated)
-    assert abs(float(auto.elbo) - float(axis_aligned.elbo)) < 1e-3
-    np.testing.assert_allclose(auto.mixture.mean(), axis_aligned.mixture.mean(), atol=1e-4)
-    np.testing.assert_allclose(auto.mixture.covariance(), axis_aligned.mixture.covariance(), atol=1e-4)
-
-
-def test_auto_family_keeps_the_rotated_mixture_on_a_correlated_target_through_the_run(
-    correlated_unwhitened_axis_state,
-):
+def test_the_rotated_family_fits_a_correlated_target_through_the_run(correlated_unwhitened_axis_state):
     """Without whitening, on N(0, C) with correlation 0.95, the build-up of the axis-aligned
-    family (K ≤ 4) stays 0.166 below log Z = 0 (BQ sd 0.052) with GsKL 0.17 (measured);
-    "auto" builds both families on the same surrogate and keeps the rotated one, whose ELBO
-    is higher by 3.1 combined sds (> `family_min_elbo_gain` = 2): ELBO +0.077 (BQ sd 0.058),
-    GsKL 0.011 (measured; the "rotated" init gives the same to every digit). The active
-    rounds keep the rotated family (a flag no optimiser moves) and end within 0.05 of log Z
-    with GsKL < 0.01 (measured: ELBO −0.016, BQ sd 0.016, GsKL 0.006)."""
+    family (K ≤ 4) stays 0.166 below log Z = 0 (BQ sd 0.052) with GsKL 0.17 (measured); the
+    rotated family's (`mixture_family="rotated"`) reaches ELBO +0.077 (BQ sd 0.058), GsKL
+    0.011 (measured). The active rounds keep the rotated family and end within 0.05 of log Z
+    with GsKL < 0.01."""
     X, y = correlated_evaluations()
     axis_aligned = correlated_unwhitened_axis_state
-    state = svbmc.init(X, y, key=jax.random.key(4), budget=BUDGET, batch_size=BATCH, options=UNWHITENED_AUTO)
-    assert bool(state.mixture.is_rotated)
+    state = UNWHITENED_ROTATED.init(X, y, key=jax.random.key(4), budget=BUDGET)
+    assert bool(state.posterior.is_rotated)
     assert float(state.elbo) > float(axis_aligned.elbo) + 0.1
     assert abs(float(state.elbo)) < 2 * float(state.elbo_sd)
-    posterior = svbmc.result(state).posterior
+    posterior = UNWHITENED_ROTATED.result(state).posterior
     assert gskl(posterior.mean(), posterior.covariance(), jnp.zeros(2), jnp.asarray(CORRELATED_COVARIANCE)) < 0.02
 
     for key in jax.random.split(jax.random.key(5), BUDGET):
-        x = svbmc.ask(state, key)
-        state = svbmc.tell(state, x, float(correlated_log_density(x)))
-    result = svbmc.result(state)
-    assert int(state.num_evaluations) == BUDGET and bool(state.mixture.is_rotated)
+        x, _ = UNWHITENED_ROTATED.ask(state, key)
+        state, _ = UNWHITENED_ROTATED.tell(state, x, float(correlated_log_density(x)))
+    result = UNWHITENED_ROTATED.result(state)
+    assert int(state.evaluations.num_evaluations) == BUDGET and bool(state.posterior.is_rotated)
     assert abs(float(result.elbo)) < 0.05
     divergence = gskl(
         result.posterior.mean(), result.posterior.covariance(), jnp.zeros(2), jnp.asarray(CORRELATED_COVARIANCE)
@@ -502,117 +527,107 @@ def test_auto_family_keeps_the_rotated_mixture_on_a_correlated_target_through_th
     assert float(divergence) < 0.01
 
 
-@pytest.mark.parametrize("name", ["family_min_elbo_gain", "whitening_max_elbo_drop"])
-def test_the_sd_thresholds_must_be_finite(name):
-    with pytest.raises(ValueError, match=f"`{name}` must be finite"):
-        svbmc.SVBMCOptions(**{name: float("nan")})
-
-
-def test_a_fallback_round_rejects_a_moved_mixture_that_peaks_or_gains_more_than_the_limit():
-    """`rejects_moved_mixture`: without `fallback_max_elbo_gain` only the peak check counts;
-    with g = 2 a mixture whose ELBO exceeds the better of the last two by more than 2 nats is
-    rejected as well, one that gains 2 or less is kept unless it peaks."""
-    best_last = jnp.asarray(-10.0)
-    gain = dataclasses.replace(SMALL, fallback_max_elbo_gain=2.0)
-    for peaked in (False, True):
-        for moved_elbo in (-20.0, -8.0, -7.9, 5.0):
-            rejected = _training.rejects_moved_mixture(jnp.asarray(peaked), jnp.asarray(moved_elbo), best_last, gain)
-            assert bool(rejected) == (peaked or moved_elbo > -8.0)
-            assert bool(_training.rejects_moved_mixture(jnp.asarray(peaked), None, best_last, SMALL)) == peaked
-    for bad in (-1.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="`fallback_max_elbo_gain` must be None or a finite number"):
-            svbmc.SVBMCOptions(fallback_max_elbo_gain=bad)
-
-
-def test_with_the_elbo_gain_limit_a_stuck_round_is_unchanged(small_state):
-    """`retrain` with `fallback_max_elbo_gain` set scores the re-optimised mixture too; where
-    it peaks anyway (the ceiling far below the data) the round is the same stuck round."""
-    limited = dataclasses.replace(
-        small_state, options=dataclasses.replace(small_state.options, fallback_max_elbo_gain=2.0)
-    )
-    fit, _ = stuck_retraining(limited, small_state.mixture, small_state.mixture)
-    reference, _ = stuck_retraining(small_state, small_state.mixture, small_state.mixture)
-    assert bool(fit.stuck)
-    assert_trees_equal(fit.mixture, reference.mixture)
-    np.testing.assert_array_equal(fit.probes, reference.probes)
+def test_the_sd_threshold_must_be_finite_and_the_family_known():
+    with pytest.raises(ValueError, match="`whitening_max_elbo_drop` must be finite"):
+        svbmc.SVBMC(whitening_max_elbo_drop=float("nan"))
+    with pytest.raises(ValueError, match="`mixture_family` must be 'axis' or 'rotated'"):
+        svbmc.SVBMC(mixture_family="auto")
 
 
 def test_each_round_is_recorded_and_the_result_reports_the_round_the_rule_picks(small_state):
-    """`tell` records every retraining in `state.history`; `svbmc.result` takes the mixture,
+    """`tell` records every retraining in `state.history`; `SVBMC.result` takes the mixture,
     ELBO and sd of the round `_report.reported_slot` picks and the last round's surrogate.
     With two more rounds recorded by hand, the last with BQ sd 1 (unsettled), the result
     reports the one before it (ELBO − 5 sd higher); with `report_sd_tolerance=None`, the last."""
     state = small_state
     for key in jax.random.split(jax.random.key(12), BATCH):
-        x = svbmc.ask(state, key)
-        state = svbmc.tell(state, x, float(gaussian_log_density(x)))
+        x, _ = SMALL.ask(state, key)
+        state, _ = SMALL.tell(state, x, float(gaussian_log_density(x)))
     history = state.history
     slot = 1 % history.capacity
     assert int(history.num_rounds) == 2 and int(history.rounds[slot]) == 1 and int(history.evaluations[slot]) == BATCH
     assert float(history.elbos[slot]) == float(state.elbo) and float(history.elbo_sds[slot]) == float(state.elbo_sd)
-    assert_trees_equal(jax.tree_util.tree_map(lambda stack: stack[slot], history.mixtures), state.mixture)
+    assert_trees_equal(jax.tree_util.tree_map(lambda stack: stack[slot], history.mixtures), state.posterior)
 
-    moved = eqx.tree_at(lambda mixture: mixture.means, state.mixture, state.mixture.means + 1.0)
+    moved = eqx.tree_at(lambda mixture: mixture.means, state.posterior, state.posterior.means + 1.0)
     evaluations = jnp.asarray(BATCH, jnp.int32)
     history = record_round(history, moved, state.elbo + 0.1, jnp.asarray(0.01), 2 * evaluations)
-    history = record_round(history, state.mixture, state.elbo + 5.0, jnp.asarray(1.0), 3 * evaluations)
+    history = record_round(history, state.posterior, state.elbo + 5.0, jnp.asarray(1.0), 3 * evaluations)
     later = dataclasses.replace(state, history=history)
-    result = svbmc.result(later)
+    result = SMALL.result(later)
     np.testing.assert_allclose(result.elbo, state.elbo + 0.1)
     assert float(result.elbo_sd) == 0.01 and int(result.reported_evaluations) == 2 * BATCH
     transform = state.transform
     np.testing.assert_allclose(result.posterior.means, moved.affine_image(transform.shift, transform.factor).means)
-    assert_trees_equal(result.surrogate, state.posterior)
-    document = dataclasses.replace(later, options=dataclasses.replace(state.options, report_sd_tolerance=None))
-    last = svbmc.result(document)
+    assert_trees_equal(result.surrogate, state.surrogate)
+    last = dataclasses.replace(SMALL, report_sd_tolerance=None).result(later)
     np.testing.assert_allclose(last.elbo, state.elbo + 5.0)
     assert int(last.reported_evaluations) == 3 * BATCH
 
 
-def test_run_vmapped_over_seeds_equals_single_fits():
-    """A whole run vmapped over 4 seeds equals 4 single `fit`s: `init` with its whitening
-    pass and the active rounds (`run`, traced target), on the correlated target with the
-    first fit in the given space (`highest_points_whitening=False`), where every seed keeps
-    the q-whitened space (checked), so the vmap carries the whitening's decision,
-    the rank-1 updates and the retraining; each `fit` calls the target from Python between
-    the jitted `ask` and `tell` with the same keys (`run`'s docstring). The batched program
-    reduces in another order than the single one, so "equal" is to rounding carried through
-    BFGS and Adam, not bit for bit. Measured: whitening factors to 3e-11, every input to
-    3e-8, the final ELBOs to 1e-9 (sd 0.011). Where the fits sit on a nearly flat ridge of
-    the hyperparameter posterior (e.g. an axis-aligned Gaussian without whitening: the
-    mean's m₀ trades off against the kernel's almost-constant part) such rounding grows to
-    1e-2 in later points, which is why this test uses the correlated, q-whitened target: with
-    the default start in the highest points' space the target is whitened before the first
-    fit, and that flat ridge appears (measured: lengthscales 86 and 199 on two of the seeds,
-    batched and single lengthscales 1e-4 apart, the first asked points 4e-4 apart). The
-    default `init` is checked under vmap on its own: whitening factors to 1e-8 (measured
-    3e-11), ELBOs to 1e-5 (measured 3e-6)."""
+def assert_same_run(batched, alone_inputs, alone_elbo, alone_elbo_sd):
+    """One seed's state from a batch is the run made alone, to rounding carried through BFGS
+    and Adam: every evaluated input, the final ELBO and its sd."""
+    np.testing.assert_allclose(batched.evaluations.inputs, alone_inputs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(batched.elbo, alone_elbo, atol=1e-6)
+    np.testing.assert_allclose(batched.elbo_sd, alone_elbo_sd, rtol=1e-4)
+
+
+def test_run_vmapped_over_seeds_equals_single_runs_and_fits():
+    """A whole run (`init` with its whitening pass, then `run_traceable`) vmapped over 8
+    seeds, read through `gpcompose.unstack` and `result`, equals each seed's run made alone,
+    and for 4 of the seeds the black-box `fit` with the same key (`init`'s key and the loop
+    key are the two halves of `jax.random.split(key)`, as in `fit`). It runs on the
+    correlated target with the first fit in the given space (`highest_points_whitening=False`),
+    where every seed keeps the q-whitened space (checked), so the vmap carries the
+    whitening's decision, the rank-1 updates and the retraining. The batched program reduces
+    in another order than the single one (and `fit` calls the target from Python), so
+    "equal" is to rounding carried through BFGS and Adam, not bit for bit: whitening factors
+    to 3e-11, every input to 3e-8, the final ELBOs to 1e-9 (measured). Where the fits sit on a
+    nearly flat ridge of the hyperparameter posterior (an axis-aligned Gaussian without
+    whitening: the mean's m₀ trades off against the kernel's almost-constant part) such
+    rounding grows to 1e-2 in later points, which is why this test uses the correlated,
+    q-whitened target. The default `init` is checked under vmap on its own: whitening
+    factors to 1e-8 (measured 3e-11), ELBOs to 1e-5 (measured 3e-6)."""
     X, y = correlated_evaluations()
-    keys = jax.random.split(jax.random.key(6), 4)
-    settings = dict(budget=BUDGET, batch_size=BATCH, options=dataclasses.replace(SMALL, highest_points_whitening=False))
+    fit_keys = jax.random.split(jax.random.key(6), 4)
+    keys = jnp.concatenate([fit_keys, jax.random.split(jax.random.key(7), 4)])
+    learner = dataclasses.replace(SMALL, highest_points_whitening=False)
 
     def default_init(key):
-        return svbmc.init(X, y, key=key, budget=BUDGET, batch_size=BATCH, options=SMALL)
+        return SMALL.init(X, y, key=key, budget=BUDGET)
 
-    batched_init = eqx.filter_jit(jax.vmap(default_init))(keys)
-    for index, key in enumerate(keys):
+    batched_init = eqx.filter_jit(jax.vmap(default_init))(fit_keys)
+    for index, key in enumerate(fit_keys):
         alone = default_init(key)
         np.testing.assert_allclose(batched_init.transform.factor[index], alone.transform.factor, atol=1e-8)
         np.testing.assert_allclose(batched_init.elbo[index], alone.elbo, atol=1e-5)
 
     def whole_run(key):
         init_key, loop_key = jax.random.split(key)
-        return svbmc.run(correlated_log_density, svbmc.init(X, y, key=init_key, **settings), loop_key)
+        return run_traceable(learner, correlated_log_density, learner.init(X, y, key=init_key, budget=BUDGET), loop_key)
 
     batched = eqx.filter_jit(jax.vmap(whole_run))(keys)
-    for index, key in enumerate(keys):
-        alone = svbmc.fit(lambda x: float(correlated_log_density(jnp.asarray(x))), X, y, key=key, **settings)
+    with pytest.raises(ValueError, match="unstack"):
+        learner.result(batched)
+    members = gpcompose.unstack(batched)
+    assert len(members) == 8
+    run_alone = eqx.filter_jit(whole_run)
+    for key, member in zip(keys, members):
+        alone = run_alone(key)
+        assert not np.allclose(member.transform.factor, np.eye(2))
+        np.testing.assert_allclose(member.transform.factor, alone.transform.factor, atol=1e-6)
+        assert_same_run(member, alone.evaluations.inputs, alone.elbo, alone.elbo_sd)
+        assert int(member.evaluations.num_failed) == 0
+        result = learner.result(member)
+        assert np.isfinite(float(result.elbo)) and np.all(np.isfinite(np.asarray(result.posterior.mean())))
+    for member, key in zip(members, fit_keys):
+        alone = svbmc.fit(
+            lambda x: float(correlated_log_density(jnp.asarray(x))), X, y, key=key, budget=BUDGET, learner=learner
+        )
         assert not np.allclose(alone.transform.factor, np.eye(2))
-        np.testing.assert_allclose(batched.transform.factor[index], alone.transform.factor, atol=1e-6)
-        np.testing.assert_allclose(batched.transform.shift[index], alone.transform.shift, atol=1e-6)
-        alone_inputs = alone.transform.to_unbounded(alone.X)
-        np.testing.assert_allclose(batched.inputs[index], alone_inputs, rtol=1e-5, atol=1e-6)
-        assert bool(jnp.all(batched.succeeded[index])) and alone.num_failed == 0
-        np.testing.assert_allclose(batched.elbo[index], alone.elbo, atol=1e-6)
-        np.testing.assert_allclose(batched.elbo_sd[index], alone.elbo_sd, rtol=1e-4)
-    assert np.all(np.asarray(batched.num_evaluations) == BUDGET)
+        np.testing.assert_allclose(member.transform.factor, alone.transform.factor, atol=1e-6)
+        np.testing.assert_allclose(member.transform.shift, alone.transform.shift, atol=1e-6)
+        assert bool(jnp.all(member.evaluations.succeeded)) and alone.num_failed == 0
+        assert_same_run(member, alone.transform.to_unbounded(alone.X), alone.elbo, alone.elbo_sd)
+    assert np.all(np.asarray(batched.evaluations.num_evaluations) == BUDGET)

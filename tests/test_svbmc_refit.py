@@ -52,7 +52,7 @@ DATA_X = jax.random.uniform(jax.random.key(0), (150, 2), minval=-3.0, maxval=3.0
 DATA_Y = -0.5 * jnp.sum(DATA_X**2, axis=1) + 1.5 * jnp.exp(-2.0 * jnp.sum((DATA_X - 0.7) ** 2, axis=1))
 DATA_NOISE = jnp.full((150,), 1e-3)
 KEEP = jnp.ones((150,), bool)
-OPTIONS = svbmc.SVBMCOptions(min_inducing=20, max_inducing=40, sparse_fit_steps=30, batch_size=2)
+OPTIONS = svbmc.SVBMC(min_inducing=20, max_inducing=40, sparse_fit_steps=30, batch_size=2)
 START = initial_surrogate(jnp.zeros(2), jnp.full(2, 6.0), jnp.asarray(0.0), jnp.asarray(2.0), jnp.asarray(20.0))
 TOO_SMOOTH, TOO_ROUGH = with_lengthscale_scaled(START, 4.0), with_lengthscale_scaled(START, 0.1)
 
@@ -134,7 +134,7 @@ STANDARD_NORMAL = mixtures.VBMCMixture(
 
 def test_a_mixture_on_the_peaks_between_the_data_peaks():
     mixture = STANDARD_NORMAL
-    options = svbmc.SVBMCOptions()
+    options = svbmc.SVBMC()
     ceiling = peak_ceiling(Y, jnp.ones(21, bool), options, 1)
     assert float(ceiling) == 1.0  # y_max = 0 plus 1·D
     key = jax.random.key(0)
@@ -147,7 +147,7 @@ def test_the_highest_draw_is_the_top_of_a_mountain_between_the_data():
     peaky posterior a point between two training inputs, where the mean rises above the
     ceiling; on the smooth one (mean −x²/2) the draw nearest the mode 0."""
     mixture = STANDARD_NORMAL
-    options = svbmc.SVBMCOptions()
+    options = svbmc.SVBMC()
     key = jax.random.key(0)
     draws = np.asarray(mixture.sample(key, options.peak_check_samples))[:, 0]
     top = peak_check(PEAKY, mixture, jnp.asarray(1.0), key, options).top
@@ -188,7 +188,7 @@ def with_floor(covariance):
 
 
 def highest_points(X, y):
-    options = svbmc.SVBMCOptions()
+    options = svbmc.SVBMC()
     n = X.shape[0]
     return highest_points_gaussian(
         jnp.asarray(X), jnp.asarray(y), jnp.full(n, 1e-5), jnp.ones(n, bool), options, num_initial=n

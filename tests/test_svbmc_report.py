@@ -1,7 +1,7 @@
 """Which round an SVBMC result reports (`gpcompose.svbmc._report`): the last round while its
 ELBO's BQ sd is within the tolerance, else the round of the recent window with the highest
 ELBO − 5·sd (VBMC's `best_vbmc`), over a ring buffer that holds exactly that window. The
-wiring into `svbmc.result` is tested in `test_svbmc.py` (it needs a fitted state)."""
+wiring into `SVBMC.result` is tested in `test_svbmc.py` (it needs a fitted state)."""
 
 import dataclasses
 
@@ -15,7 +15,7 @@ from gpcompose.svbmc._report import history_capacity, record_round, reported_slo
 
 # 10 rounds in a whole run, window fraction 0.25: the window of the last round is rounds 7–10,
 # and the ring holds ⌈0.25·10⌉ + 1 = 4 of them
-OPTIONS = svbmc.SVBMCOptions(budget=20, batch_size=2)
+OPTIONS, BUDGET = svbmc.SVBMC(batch_size=2), 20
 
 
 def mixture_of_round(round_index):
@@ -29,9 +29,10 @@ def mixture_of_round(round_index):
     )
 
 
-def history_of(elbos, sds, options=OPTIONS):
-    """The history after rounds 0 … len(elbos) − 1 with these ELBOs and sds."""
-    history = start_history(mixture_of_round(0), jnp.asarray(elbos[0]), jnp.asarray(sds[0]), options)
+def history_of(elbos, sds, options=OPTIONS, budget=BUDGET):
+    """The history, for a run of `budget` evaluations, after rounds 0 … len(elbos) − 1 with
+    these ELBOs and sds."""
+    history = start_history(mixture_of_round(0), jnp.asarray(elbos[0]), jnp.asarray(sds[0]), options, budget)
     for index in range(1, len(elbos)):
         evaluations = jnp.asarray(index * options.batch_size, jnp.int32)
         history = record_round(history, mixture_of_round(index), jnp.asarray(elbos[index]), sds[index], evaluations)
@@ -44,7 +45,7 @@ def reported_round(history, options=OPTIONS):
 
 def test_the_ring_holds_the_last_rounds_in_their_slots():
     history = history_of([float(r) for r in range(11)], [0.01] * 11)
-    assert history_capacity(OPTIONS) == history.capacity == 4
+    assert history_capacity(OPTIONS, BUDGET) == history.capacity == 4
     assert int(history.num_rounds) == 11
     assert sorted(np.asarray(history.rounds).tolist()) == [7, 8, 9, 10]
     for slot, round_index in enumerate(np.asarray(history.rounds)):
@@ -68,9 +69,8 @@ def test_an_unsettled_last_round_reports_the_highest_lower_bound_of_the_window()
     history = history_of(elbos, sds)
     assert reported_round(history) == 9
     # the same window with more rounds in the ring: round 3 would still be outside it
-    longer = dataclasses.replace(OPTIONS, budget=100)
-    assert history_capacity(longer) > 11
-    assert reported_round(history_of(elbos, sds, longer), longer) == 9
+    assert history_capacity(OPTIONS, 100) > 11
+    assert reported_round(history_of(elbos, sds, budget=100)) == 9
 
 
 def test_early_in_a_run_the_window_is_a_quarter_of_the_rounds_so_far():
@@ -110,4 +110,4 @@ def test_non_finite_bounds_are_never_reported():
 )
 def test_bad_report_options_raise(name, value, message):
     with pytest.raises(ValueError, match=message):
-        svbmc.SVBMCOptions(**{name: value})
+        svbmc.SVBMC(**{name: value})

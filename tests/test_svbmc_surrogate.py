@@ -54,14 +54,14 @@ def test_restarts_keep_the_best_single_start_fit():
 
 def test_restart_factors_are_validated():
     with pytest.raises(ValueError, match="`exact_fit_lengthscale_factors`"):
-        svbmc.SVBMCOptions(exact_fit_lengthscale_factors=())
+        svbmc.SVBMC(exact_fit_lengthscale_factors=())
     with pytest.raises(ValueError, match="`exact_fit_lengthscale_factors`"):
-        svbmc.SVBMCOptions(exact_fit_lengthscale_factors=(1.0, -0.5))
+        svbmc.SVBMC(exact_fit_lengthscale_factors=(1.0, -0.5))
 
 
 def test_quadratic_scale_cap_is_validated():
     with pytest.raises(ValueError, match="`quadratic_scale_cap`"):
-        svbmc.SVBMCOptions(quadratic_scale_cap=0.0)
+        svbmc.SVBMC(quadratic_scale_cap=0.0)
 
 
 @pytest.mark.parametrize("cap", [1.0, 1e6])
@@ -85,4 +85,4 @@ def test_the_quadratic_mean_scale_stays_below_its_cap(cap):
 
 def test_whitening_passes_are_validated():
     with pytest.raises(ValueError, match="`whitening_passes`"):
-        svbmc.SVBMCOptions(whitening_passes=0)
+        svbmc.SVBMC(whitening_passes=0)

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gpcompose.svbmc import SVBMCOptions
+from gpcompose.svbmc import SVBMC
 from gpcompose.svbmc._training import censoring_level, training_rows
 from gpcompose.svbmc._trimming import trim_mask
 
@@ -76,13 +76,13 @@ def test_active_phase_rows_below_the_trimming_level_are_censored_not_dropped():
     rows = (jnp.zeros((7, 2)), y, variance, succeeded)
     level = 0.0 - 1.96 * np.sqrt(1e-5) - 40.0
 
-    keep, values, noise = training_rows(rows, SVBMCOptions(), 4)
+    keep, values, noise = training_rows(rows, SVBMC(), 4)
     np.testing.assert_array_equal(keep, [True, True, False, False, True, True, False])
     np.testing.assert_allclose(values[:6], [0.0, -10.0, -50.0, -45.0, level, -5.0], rtol=1e-14)
     # σ²_shape(Δy) = σ²_med + λ²(Δy − θ)² for Δy ≥ θ: 1 + 0.05²·(−level − 20)²
     np.testing.assert_allclose(noise[4], 1e-5 + 1.0 + 0.05**2 * (-level - 20.0) ** 2, rtol=1e-12)
-    assert float(censoring_level(rows, SVBMCOptions())) == pytest.approx(level, rel=1e-14)
+    assert float(censoring_level(rows, SVBMC())) == pytest.approx(level, rel=1e-14)
 
-    keep, values, _ = training_rows(rows, SVBMCOptions(censor_active_evaluations=False), 4)
+    keep, values, _ = training_rows(rows, SVBMC(censor_active_evaluations=False), 4)
     np.testing.assert_array_equal(keep, [True, True, False, False, False, True, False])
     np.testing.assert_array_equal(values, y)

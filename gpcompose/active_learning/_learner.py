@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray, PyTree
 
+from .._jit import public_jit
 from ._evaluations import Evaluations
 from ._update_key import update_key
 
@@ -87,6 +88,7 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
         """`update` with its key (`update_key`): the model update that ends a round."""
         return self.update(state, update_key(state.evaluations))
 
+    @public_jit()
     def tell(
         self,
         state: State,
@@ -94,7 +96,9 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
         y: Float[ArrayLike, ""],
         noise_sd: Float[ArrayLike, ""] | None = None,
     ) -> tuple[State, TellInfo]:
-        """Record the evaluation y = f(x) and, if it ends a round, update the model."""
+        """Record the evaluation y = f(x) and, if it ends a round, update the model. Compiled
+        once per learner and shapes, so that an eager loop of `tell`s does not retrace the
+        update at every call."""
         state, succeeded = self.record(state, x, y, noise_sd)
         if self.round_size == 1:
             state, info = self.update_now(state)

@@ -3,6 +3,7 @@
 from . import metrics as metrics
 from ._cigar import Cigar as Cigar
 from ._cma_es import cma_es_evaluations as cma_es_evaluations
+from ._contamination_source import TRUE_PARAMETERS as TRUE_PARAMETERS
 from ._contamination_source import ContaminationSource as ContaminationSource
 from ._contamination_source import heat_observations as heat_observations
 from ._contamination_source import simulate_observations as simulate_observations

@@ -3,8 +3,7 @@
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ..mixtures import GaussianMixture
-from ..mixtures._base import first_free_slot
+from ..mixtures import GaussianMixture, first_free_slot
 
 
 def add_and_prune(

@@ -69,7 +69,7 @@ class NumPyroLogDensity(eqx.Module):
     `log_density(x)` takes one point of shape (D,) and is jitted (once per input dtype); it composes
     with `jax.vmap`, `jax.grad` and `jax.jit` (of a function that calls it, or `eqx.filter_jit`: the
     module itself holds arrays, so `jax.jit(log_density)` cannot hash it), so it serves the
-    traceable `bvbmc.run`/`svbmc.run`, `svgd.SVGD` and the black-box `fit` drivers alike.
+    traceable `gpcompose.run_traceable`, `svgd.SVGD` and the black-box `gpcompose.run_black_box` alike.
 
     !!! Example
         ```python

@@ -4,14 +4,11 @@ surrogate, noise shaping, sparse Bayesian quadrature and active learning."""
 
 from ._noise_shaping import shaping_variance as shaping_variance
 from ._noise_shaping import total_noise_variance as total_noise_variance
-from ._options import SVBMCOptions as SVBMCOptions
 from ._state import SVBMCState as SVBMCState
 from ._subset import stratified_kmeans_subset as stratified_kmeans_subset
 from ._trimming import trim_mask as trim_mask
+from ._workflow import SVBMC as SVBMC
+from ._workflow import SVBMCAskInfo as SVBMCAskInfo
 from ._workflow import SVBMCResult as SVBMCResult
-from ._workflow import ask as ask
+from ._workflow import SVBMCUpdateInfo as SVBMCUpdateInfo
 from ._workflow import fit as fit
-from ._workflow import init as init
-from ._workflow import result as result
-from ._workflow import run as run
-from ._workflow import tell as tell

@@ -1,6 +1,8 @@
 """The sparse-GP refit of one SVBMC retraining: inducing points and SGPR MAP from each
 starting hyperparameter set, the best bound kept, with a guard against spurious peaks."""
 
+from typing import TYPE_CHECKING
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -9,8 +11,10 @@ from jaxtyping import Array, Bool, Float, Int
 from .. import sparse
 from .._select import select_tree
 from ..sparse import select_inducing_points
-from ._options import SVBMCOptions
 from ._surrogate import Surrogate, conditioned_objective, first_near_best, fit_sparse
+
+if TYPE_CHECKING:
+    from ._workflow import SVBMC
 
 
 def exceeds_ceiling(
@@ -22,7 +26,7 @@ def exceeds_ceiling(
     """Whether the posterior mean exceeds `ceiling` at one of the (unmasked) `points` [ours].
 
     The test of the refit guard. The SGPR MAP with Z fixed is dominated by the Titsias
-    trace term when M is capped (Lotka–Volterra: −9·10⁵ of the bound), and it can end at
+    trace term when M is capped, and it can end at
     hyperparameters whose mean rises tens of units above every observation between the
     inducing points; the mixture then chases those peaks and the ELBO runs off. VBMC
     bounds the quadratic mean's maximum by y_max + D for the same reason
@@ -51,14 +55,14 @@ def condition_on_selected(
     log_densities: Float[Array, " C"],
     noise: Float[Array, " C"],
     keep: Bool[Array, " C"],
-    options: SVBMCOptions,
+    options: "SVBMC",
     *,
     num_initial: int,
 ) -> sparse.SparsePosterior:
     """The sparse GP of `surrogate` on inducing inputs selected under its kernel (weighted
     greedy selection, SVBMC §3.3, B.2, M_min ≤ M ≤ M_max), padded with `batch_size` free
     slots for the rank-1 updates of the next round (`pad_inducing`)."""
-    min_inducing, max_inducing = options.inducing_range(num_initial)
+    min_inducing, max_inducing = options.inducing_range(num_initial, inputs.shape[0] - num_initial)
     indices, inducing_mask = select_inducing_points(
         surrogate.kernel,
         inputs,
@@ -92,7 +96,7 @@ def refit_from_starts(
     log_densities: Float[Array, " C"],
     noise: Float[Array, " C"],
     keep: Bool[Array, " C"],
-    options: SVBMCOptions,
+    options: "SVBMC",
     *,
     num_initial: int,
     check_points: Float[Array, "Q D"],
@@ -110,19 +114,13 @@ def refit_from_starts(
        GP-ELBO(ξ_s; Z_s) + log p(ξ_s), unfitted.
 
     The starts are the subset MAP at initialisation, and in the active phase the round's
-    subset MAP and then the current hyperparameters. The document compares those two by
-    the bound under the current Z before selecting Z and fitting (§2.7); we fit the subset
-    MAP on its own Z and fall back to the current ξ only if that fit peaks [ours]. Why not
-    the document's comparison: the bound's trace term favours long lengthscales on the Z
-    that was selected under them, so it keeps the current hyperparameters round after
-    round, and each 50-step refit from them lengthens ℓ further (Lotka–Volterra CMA-ES seed
-    5, second round: the refit from the current ξ ends at ℓ₁ = 60, bound −5.7·10⁵, MMTV of
-    q 0.23; the refit from the subset MAP on its own Z at ℓ ≈ 10–30, −2.8·10⁵, MMTV 0.06).
-    Why not fit both and keep the higher fitted bound (03e7759 to cdf68ba): the second fit
-    doubled the cost of a round (the SGPR fits are ~85 % of it) for nothing on large sets —
-    on Lotka–Volterra MCMC-12k the refit from the current ξ ended 7.1·10⁴–9.7·10⁴ below the
-    subset MAP's in each of five rounds; on two moons (κ = 8, seed 0) it was higher in 24 of 26
-    rounds, by at most 0.85 of a bound of 1300–1600.
+    subset MAP and then the current hyperparameters. Li, Clarté & Acerbi (2023, §3.3)
+    compare those two by the bound under the current Z before selecting Z and fitting; we
+    fit the subset MAP on its own Z and fall back to the current ξ only if that fit peaks
+    [ours]. That comparison is biased: the bound's trace term favours long lengthscales on
+    the Z that was selected under them, so it keeps the current hyperparameters round after
+    round, and each refit from them lengthens ℓ further. Fitting both starts and keeping the
+    higher fitted bound would double the cost of a round, most of which is the SGPR fits.
     A vmapped program runs every fit (`lax.cond` under `vmap`), with the same choice.
     """
 

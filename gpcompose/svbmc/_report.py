@@ -2,6 +2,7 @@
 round of the last quarter with the highest lower confidence bound (VBMC's `best_vbmc`)."""
 
 import math
+from typing import TYPE_CHECKING
 
 import equinox as eqx
 import jax
@@ -9,14 +10,16 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ..mixtures import VBMCMixture
-from ._options import SVBMCOptions
+
+if TYPE_CHECKING:
+    from ._workflow import SVBMC
 
 
 class RoundHistory(eqx.Module):
     """The mixtures, ELBOs, BQ sds and evaluation counts of the last H rounds, in a ring
     buffer: round r (0 is `init`'s fit, r ≥ 1 the r-th retraining) sits in slot r mod H.
-    H = ⌈f·R⌉ + 1 with R = ⌈N_f / n_active⌉ the rounds of a whole run and f =
-    `options.report_window_fraction`, so the reporting window of `reported_slot` always fits."""
+    H = ⌈f·R⌉ + 1 with R = ⌈N_f / n_active⌉ the rounds of a whole run (N_f the budget,
+    n_active `batch_size`) and f = `report_window_fraction`, so the reporting window of `reported_slot` always fits."""
 
     mixtures: VBMCMixture  # every leaf stacked along a leading axis of length H
     elbos: Float[Array, " H"]
@@ -31,15 +34,16 @@ class RoundHistory(eqx.Module):
         return self.elbos.shape[0]
 
 
-def history_capacity(options: SVBMCOptions) -> int:
-    """H = ⌈f·R⌉ + 1, R = ⌈N_f / n_active⌉ retrainings in a whole run."""
-    num_rounds = math.ceil(options.budget / options.batch_size)
+def history_capacity(options: "SVBMC", budget: int) -> int:
+    """H = ⌈f·R⌉ + 1, R = ⌈N_f / n_active⌉ retrainings in a whole run of `budget` = N_f
+    evaluations."""
+    num_rounds = math.ceil(budget / options.batch_size)
     return math.ceil(options.report_window_fraction * num_rounds) + 1
 
 
-def start_history(mixture: VBMCMixture, elbo, elbo_sd, options: SVBMCOptions) -> RoundHistory:
-    """A history holding `init`'s fit as round 0."""
-    capacity = history_capacity(options)
+def start_history(mixture: VBMCMixture, elbo, elbo_sd, options: "SVBMC", budget: int) -> RoundHistory:
+    """A history holding `init`'s fit as round 0, for a run of `budget` evaluations."""
+    capacity = history_capacity(options, budget)
     empty = RoundHistory(
         mixtures=jax.tree_util.tree_map(lambda leaf: jnp.stack([leaf] * capacity), mixture),
         elbos=jnp.zeros((capacity,), jnp.result_type(elbo)),
@@ -65,7 +69,7 @@ def record_round(history: RoundHistory, mixture: VBMCMixture, elbo, elbo_sd, num
     )
 
 
-def reported_slot(history: RoundHistory, options: SVBMCOptions) -> Int[Array, ""]:
+def reported_slot(history: RoundHistory, options: "SVBMC") -> Int[Array, ""]:
     """The slot of the round to report. The last round r if its BQ sd is at most
     `options.report_sd_tolerance` (or that option is None); otherwise, of the rounds
     r − ⌈f·r⌉ … r (f = `options.report_window_fraction`), the one with the highest
@@ -73,11 +77,9 @@ def reported_slot(history: RoundHistory, options: SVBMCOptions) -> Int[Array, ""
 
     This is VBMC's final choice (Acerbi 2018, `best_vbmc`: SafeSD = 5, FracBack = 0.25), whose
     test of the last iteration's stability is reduced here to its ELBO-sd part (VBMC's TolSD =
-    0.1) [ours; the SVBMC document reports the last round]. The run itself goes on from its last
-    round either way. Why: a last round can keep a mixture on a broad overestimate of the
-    surrogate, which its BQ sd shows (Lotka–Volterra CMA-ES-5k: final ELBOs 1.7–7.9 nats off
-    log Z with BQ sd 0.4–1.3, a few rounds after rounds within 0.3 nats with sd 0.02–0.04;
-    `benchmarks/README.md`)."""
+    0.1) [ours; Li et al. 2023 report the last round]. The run itself goes on from its last
+    round either way. A last round can keep a mixture on a broad overestimate of the surrogate,
+    which its large BQ sd shows; an earlier round with a settled ELBO is then the better report."""
     last_round = history.num_rounds - 1
     last = last_round % history.capacity
     if options.report_sd_tolerance is None:

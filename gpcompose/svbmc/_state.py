@@ -1,43 +1,36 @@
 import equinox as eqx
-from jaxtyping import Array, Bool, Float, Int, UInt32
+from jaxtyping import Array, Bool, Float, Int
 
-from .._buffer_state import AbstractBufferState
+from ..active_learning import AbstractLearnerState, Evaluations
 from ..mixtures import VBMCMixture
 from ..sparse import SparsePosterior
 from ..transforms import WhitenedTransform
-from ._options import SVBMCOptions
 from ._report import RoundHistory
 
 
-class SVBMCState(AbstractBufferState):
+class SVBMCState(AbstractLearnerState):
     """Everything an SVBMC run carries between `ask`/`tell` calls, in fixed-capacity buffers.
 
-    The buffers hold `capacity = N₀ + budget` rows in the inference space w (unbounded,
-    whitened once `transform` holds a whitening): the initial evaluations first, then one
-    row per told evaluation, failed ones included (`succeeded` False), so no evaluation is
-    ever lost. `log_densities` are log p(x(w)) + log|dx/dw| in that space.
+    `evaluations` holds `N₀ + budget` rows in the inference space w (unbounded, whitened
+    once `transform` holds a whitening): the initial evaluations first, then one row per
+    told evaluation, failed ones included (`succeeded` False). Its `values` are
+    log p(x(w)) + log|dx/dw| in that space and its `noise_variance` the observation
+    variance σ²_obs of each value.
     """
 
-    inputs: Float[Array, "C D"]
-    log_densities: Float[Array, " C"]
-    observation_variance: Float[Array, " C"]
-    evaluated: Bool[Array, " C"]
-    succeeded: Bool[Array, " C"]
-    num_initial: Int[Array, ""]
-    num_evaluations: Int[Array, ""]
-    num_pending: Int[Array, ""]
-    posterior: SparsePosterior
-    mixture: VBMCMixture
-    # the mixture the last retraining started from (at `init`, `mixture`): a stuck round keeps
+    evaluations: Evaluations
+    surrogate: SparsePosterior  # the sparse GP of the log density in w
+    posterior: VBMCMixture  # the variational mixture q(w)
+    # the mixture the last retraining started from (at `init`, `posterior`): a stuck round keeps
     # whichever of the two has the higher ELBO (`_training.retrain`)
-    earlier_mixture: VBMCMixture
+    earlier_posterior: VBMCMixture
     elbo: Float[Array, ""]
     elbo_sd: Float[Array, ""]
     centre: Float[Array, " D"]
     width: Float[Array, " D"]
     transform: WhitenedTransform
     # the whitening pass `init` kept (`_whitening.fit_and_whiten`): 0 the start space, 1 … P a
-    # space whitened by a fitted q; −1 without `options.whitening`
+    # space whitened by a fitted q; −1 without whitening
     whitening_pass: Int[Array, ""]
     # points in w for the round's first `ask`s when `stuck`: the tops of the surrogate
     # mountains that the last retraining's rejected mixtures found (`_training.retrain`)
@@ -47,9 +40,7 @@ class SVBMCState(AbstractBufferState):
     # `UNFITTED_START` (1: every SGPR fit peaked) or `LAST_ROUND` (2: the new mixture found a mountain)
     hyperparameter_source: Int[Array, ""]
     # the last rounds' mixtures and ELBOs, from which `result` picks the round to report (`_report.py`).
-    # Its newest slot repeats `mixture`, `elbo` and `elbo_sd`. Those stay fields, not properties that
+    # Its newest slot repeats `posterior`, `elbo` and `elbo_sd`. Those stay fields, not properties that
     # index the ring: on a batch of states (after `vmap`) each run's newest slot differs.
     history: RoundHistory
-    key_data: UInt32[Array, "..."]  # raw key data, so that states serialise
-    options: SVBMCOptions = eqx.field(static=True)
-    noisy: bool = eqx.field(static=True)
+    noisy: bool = eqx.field(static=True)  # whether `init` was given `noise_sd` (the IMIQR acquisition)

@@ -23,7 +23,7 @@ def centres_per_stratum(size: int, num_strata: int) -> list[int]:
 def assignment_distances(X: Float[Array, "N D"], centres: Float[Array, "K D"]) -> Float[Array, "N K"]:
     """‖x_n − c_k‖² through the expansion ‖x‖² − 2 xᵀc + ‖c‖² (X is centred by the caller): for
     nearest-centre assignment, where its rounding near coincident points does not matter; kernels
-    use the accurate `kernels._stationary.squared_distances`."""
+    use the accurate `kernels.squared_distances`."""
     cross = X @ centres.T
     return jnp.sum(X**2, axis=1)[:, None] - 2 * cross + jnp.sum(centres**2, axis=1)[None, :]
 

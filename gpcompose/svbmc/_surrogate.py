@@ -10,7 +10,6 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from .. import gp, sparse
-from .._finite import all_finite
 from .._maximise import maximise
 from .._observations import input_span
 from .._select import select_tree
@@ -64,12 +63,12 @@ def initial_surrogate(
       Gaussian whose log density drops by θ over half the box — truncated to
       0 < ω_d < `scale_cap`·width_d (an `Interval` parameter) [ours].
 
-    Why the bound: without it the subset MAP can flatten the quadratic in some
-    coordinates (timing, initial set 0: ω ≈ 170 in two coordinates whose box width is
-    0.6 and 1.0, with σ_f² ≈ 5400 and m₀ 25 below y_max); the prior mean then no longer
-    falls off away from the data in those coordinates, and the initial mixture sat where
-    the surrogate has no data: ELBO 2.2 above log Z with a Bayesian-quadrature sd of 18.5.
-    The bound keeps the mean falling by at least ½·(distance/(cap·width))² away from μ.
+    Why the bound: without it the subset MAP can flatten the quadratic in a coordinate
+    (ω_d many times the box width, with a large σ_f² and m₀ well below y_max, the kernel
+    then carrying the shape); the prior mean no longer falls off away from the data in that
+    coordinate, and the mixture then sits where the surrogate has no data, with an ELBO
+    above log Z and a large Bayesian-quadrature sd. The bound keeps the mean falling by at
+    least ½·(distance/(cap·width))² away from μ.
     """
     dimension = center.shape[0]
     dtype = center.dtype
@@ -101,17 +100,6 @@ def initial_surrogate(
         ),
     )
     return Surrogate(kernel, mean)
-
-
-def _is_finite_fit(candidate: Surrogate, value: Float[Array, ""]) -> Bool[Array, ""]:
-    """Whether a fit ended at a finite objective with finite hyperparameters."""
-    return jnp.isfinite(value) & all_finite(candidate)
-
-
-def _keep_if_finite(candidate: Surrogate, value: Float[Array, ""], fallback: Surrogate) -> Surrogate:
-    """`candidate` if the fit ended at a finite objective, else `fallback` (never NaNs)."""
-    good = _is_finite_fit(candidate, value)
-    return select_tree(good, candidate, fallback)
 
 
 def _exact_objective(surrogate: Surrogate, data) -> Float[Array, ""]:
@@ -160,9 +148,8 @@ def fit_exact(
     BFGS starts from `surrogate` with its lengthscales scaled by each of
     `lengthscale_factors` (vmapped), and the fit with the highest objective is kept [ours;
     VBMC's gplite restarts its hyperparameter fits too]. One start can end at a
-    degenerate local optimum: on a Lotka–Volterra initial set the start ℓ ≈ 2.2–3.2 (from
-    the plausible box) ended with ℓ₁ = 5·10⁻²⁸, the quadratic mean's maximum 39 above
-    y_max and objective −1332, where the starts ×½ and ×¼ reached ℓ₁ = 0.17, −848 and −845.
+    degenerate local optimum (a lengthscale collapsed towards 0 and a quadratic mean whose
+    maximum lies far above y_max) where a shorter start reaches a much higher objective.
     """
     data = (X, y, noise_variance, mask)
     starts = [with_lengthscale_scaled(surrogate, factor) for factor in lengthscale_factors]
@@ -171,14 +158,13 @@ def fit_exact(
 
     def one(start):
         fit = maximise(_exact_objective, start, data, max_steps=max_steps, scale=scale)
-        return fit.params, fit.value
+        return fit.params, fit.value, fit.finite
 
-    params, values = eqx.filter_vmap(one)(stacked)
-    finite = eqx.filter_vmap(_is_finite_fit)(params, values)
+    params, values, finite = eqx.filter_vmap(one)(stacked)
     values = jnp.where(finite, values, -jnp.inf)
     best = first_near_best(values)
     chosen = jax.tree_util.tree_map(lambda leaf: leaf[best] if eqx.is_array(leaf) else leaf, params)
-    return _keep_if_finite(chosen, jnp.where(finite[best], values[best], jnp.nan), surrogate)
+    return select_tree(finite[best], chosen, surrogate)
 
 
 def conditioned_objective(surrogate: Surrogate, posterior: sparse.SparsePosterior) -> Float[Array, ""]:
@@ -197,4 +183,4 @@ def fit_sparse(surrogate: Surrogate, X, y, noise_variance, mask, Z, inducing_mas
     document leaves the prior and optimiser open — we mirror the exact-GP step)."""
     data = (X, y, noise_variance, mask, Z, inducing_mask)
     fit = maximise(_sparse_objective, surrogate, data, max_steps=max_steps, scale=_num_used(mask, y.dtype))
-    return _keep_if_finite(fit.params, fit.value, surrogate)
+    return fit.params_or(surrogate)

@@ -1,27 +1,30 @@
 """One SVBMC retraining: trim, shape the noise, fit the hyperparameters, select inducing
-points, condition the sparse GP and (re-)optimise the variational mixture (§3 step 7)."""
+points, condition the sparse GP and (re-)optimise the variational mixture (Li, Clarté & Acerbi
+2023, §3)."""
 
 import functools
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
+from ..active_learning import Evaluations
 from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximise_elbo
 from ._noise_shaping import shaping_variance, total_noise_variance
-from ._options import SVBMCOptions
 from ._refit import condition_on_selected, refit_from_starts
-from ._state import SVBMCState
 from ._subset import stratified_kmeans_subset
 from ._surrogate import Surrogate, fit_exact, initial_surrogate, plausible_box
 from ._trimming import trim_level, trim_mask
-from ._variational import Growth, build_up, elbo_gain_z, grow, initial_mixture
+from ._variational import Growth, build_up, grow, initial_mixture
+
+if TYPE_CHECKING:
+    from ._workflow import SVBMC
 
 
-def censoring_level(state_like, options: SVBMCOptions) -> Float[Array, ""]:
+def censoring_level(state_like, options: "SVBMC") -> Float[Array, ""]:
     """The trimming level y⋆ = max_m (y_m − βσ_m) − η over the successful rows (App. B.1)."""
     inputs, log_densities, observation_variance, succeeded = state_like
     return trim_level(
@@ -34,7 +37,7 @@ def censoring_level(state_like, options: SVBMCOptions) -> Float[Array, ""]:
 
 
 def training_rows(
-    state_like, options: SVBMCOptions, num_initial
+    state_like, options: "SVBMC", num_initial
 ) -> tuple[Bool[Array, " C"], Float[Array, " C"], Float[Array, " C"]]:
     """Rows the surrogate is trained on, the values it sees there and their total noise
     variance σ²_obs + σ²_shape(y_max − y) with θ_σ = 10D (App. B.3).
@@ -43,11 +46,11 @@ def training_rows(
     (η = 20D, β = 1.96, App. B.1). An active-phase evaluation that low is kept instead,
     its value raised to the trimming level y⋆ = max_m (y_m − βσ_m) − η [ours;
     `options.censor_active_evaluations`]: the acquisition asked for it because q has mass
-    there, and dropping it let a surrogate that is confidently high where the target is
-    thousands below keep q there for the whole run (timing seed 1, `benchmarks/README.md`).
+    there, and dropping it can let a surrogate that is confidently high where the target is
+    far lower keep q there for the rest of the run.
     The raised value says "at most y⋆ here" with the shaping noise of Δy = η, sd
-    √(1 + (λ_σ·10D)²) = 2.7 at D = 5, where the true value, with shaping sd ≈ λ_σ Δy (78 at
-    Δy = 1600), barely moved the surrogate.
+    √(σ²_med + (λ_σ·10D)²) (θ_σ = 10D, η = 20D), while the true value, with shaping sd
+    ≈ λ_σ Δy growing with its depth Δy, would barely move the surrogate.
     """
     inputs, log_densities, observation_variance, succeeded = state_like
     dimension = inputs.shape[1]
@@ -75,20 +78,19 @@ def training_rows(
     return keep, values, noise
 
 
-def new_point_value_and_noise(state: SVBMCState, log_density, observation_variance):
-    """(value, σ²_tot) of a new active-phase evaluation under the current training rows:
-    the value censored at the trimming level as in `training_rows`, and σ²_obs +
-    σ²_shape(y_max − value)."""
-    options = state.options
+def new_point_value_and_noise(evaluations: Evaluations, options: "SVBMC", log_density, observation_variance):
+    """(value, σ²_tot) of a new active-phase evaluation under the current training rows of
+    `evaluations`: the value censored at the trimming level as in `training_rows`, and
+    σ²_obs + σ²_shape(y_max − value)."""
     if options.censor_active_evaluations:
-        rows = (state.inputs, state.log_densities, state.observation_variance, state.succeeded)
+        rows = (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded)
         log_density = jnp.maximum(log_density, censoring_level(rows, options))
     # The best successful row is never trimmed (its ucb ≥ y ≥ every lcb), so y_max over the
     # training rows is the maximum over the successful rows.
-    y_max = jnp.maximum(jnp.max(jnp.where(state.succeeded, state.log_densities, -jnp.inf)), log_density)
+    y_max = jnp.maximum(jnp.max(jnp.where(evaluations.succeeded, evaluations.values, -jnp.inf)), log_density)
     shaping = shaping_variance(
         y_max - log_density,
-        options.shaping_threshold_per_dimension * state.dimension,
+        options.shaping_threshold_per_dimension * evaluations.dimension,
         minimum_variance=options.shaping_minimum_variance,
         median_variance=options.shaping_median_variance,
         slope=options.shaping_slope,
@@ -96,7 +98,7 @@ def new_point_value_and_noise(state: SVBMCState, log_density, observation_varian
     return log_density, observation_variance + shaping
 
 
-def peak_ceiling(log_densities: Float[Array, " C"], keep: Bool[Array, " C"], options: SVBMCOptions, dimension: int):
+def peak_ceiling(log_densities: Float[Array, " C"], keep: Bool[Array, " C"], options: "SVBMC", dimension: int):
     """The refit guard's ceiling y_max + tol·D over the training rows (`_refit.exceeds_ceiling`)."""
     y_max = jnp.max(jnp.where(keep, log_densities, -jnp.inf))
     return y_max + options.peak_tolerance_per_dimension * dimension
@@ -111,9 +113,7 @@ class PeakCheck(NamedTuple):
     top: Float[Array, " D"]
 
 
-def peak_check(
-    posterior: sparse.SparsePosterior, mixture: VBMCMixture, ceiling, key, options: SVBMCOptions
-) -> PeakCheck:
+def peak_check(posterior: sparse.SparsePosterior, mixture: VBMCMixture, ceiling, key, options: "SVBMC") -> PeakCheck:
     """The refit guard's test (`_refit.exceeds_ceiling`) at `options.peak_check_samples`
     draws of `mixture`, with the highest-mean draw."""
     draws = mixture.sample(key, options.peak_check_samples)
@@ -121,28 +121,9 @@ def peak_check(
     return PeakCheck(jnp.max(mean) > ceiling, draws[jnp.argmax(mean)])
 
 
-def rejects_moved_mixture(
-    peaked: Bool[Array, ""],
-    moved_elbo: Float[Array, ""] | None,
-    best_last_elbo: Float[Array, ""],
-    options: SVBMCOptions,
-) -> Bool[Array, ""]:
-    """Whether a round that fell back to the last hyperparameters rejects the last mixture
-    re-optimised on them (`retrain`'s `fall_back`): when its draws find the mean above the
-    ceiling, or, with `options.fallback_max_elbo_gain` = g set, when its ELBO exceeds the better
-    of the last two mixtures' on the same sparse GP by more than g [ours]. The hyperparameters
-    are the last round's and only the round's new points changed the surrogate, so a large gain
-    is a broad overestimate that no draw lifts above the ceiling: on Lotka–Volterra CMA-ES-5k
-    seed 4 such rounds kept mixtures 5–10 nats above log Z with BQ sd 3.5–8.5 (final ΔLML 4.8),
-    and on seed 5 with `probe_fallback_mountain` 15–18 above (`benchmarks/README.md`)."""
-    if options.fallback_max_elbo_gain is None:
-        return peaked
-    return peaked | (moved_elbo > best_last_elbo + options.fallback_max_elbo_gain)
-
-
 class Previous(NamedTuple):
     """What an active-phase `retrain` starts from: the state's surrogate hyperparameters
-    and mixture, and the mixture before that one (`SVBMCState.earlier_mixture`)."""
+    and mixture, and the mixture before that one (`SVBMCState.earlier_posterior`)."""
 
     surrogate: Surrogate
     mixture: VBMCMixture
@@ -157,9 +138,8 @@ LAST_ROUND = 2  # the new mixture found a mountain: the last round's hyperparame
 
 class Retraining(NamedTuple):
     """`retrain`'s output. `stuck`: the round kept one of the last two mixtures because every
-    candidate peaked (or, with `options.fallback_max_elbo_gain`, the re-optimised last mixture
-    gained too much: `rejects_moved_mixture`); `probes` are then the next round's first `ask`s
-    (`_workflow.ask`).
+    candidate peaked; `probes` are then the next round's first `ask`s
+    (`SVBMC.ask`).
     `hyperparameter_source`: `FITTED`, `UNFITTED_START` or `LAST_ROUND` (a diagnostic: a run
     whose rounds never fit leaves its surrogate as `init` made it)."""
 
@@ -174,13 +154,262 @@ class Retraining(NamedTuple):
     hyperparameter_source: Int[Array, ""]
 
 
+class _TrainingSet(NamedTuple):
+    """The rows one retraining fits (`training_rows`): the inputs, their (censored) values,
+    their total noise variances and the mask of the rows kept."""
+
+    inputs: Float[Array, "C D"]
+    log_densities: Float[Array, " C"]
+    noise: Float[Array, " C"]
+    keep: Bool[Array, " C"]
+
+
+class _Context(NamedTuple):
+    """What the mixture steps of one `retrain` share: the training rows, the high points'
+    width and box (the components stay inside it), the refit guard's ceiling, and the keys
+    of the peak checks and of the common-random-number ELBO comparisons."""
+
+    rows: _TrainingSet
+    options: "SVBMC"
+    num_initial: int
+    width: Float[Array, " D"]
+    component_box: tuple[Float[Array, " D"], Float[Array, " D"]]
+    ceiling: Float[Array, ""]
+    peak_draws_key: PRNGKeyArray
+    compare_key: PRNGKeyArray
+
+
+def _high_points_spread(log_densities, keep, y_max, threshold) -> Float[Array, ""]:
+    """The sd of the values of the kept rows within `threshold` of y_max: the scale of the
+    starting hyperparameters' priors (`initial_surrogate`)."""
+    high = keep & (log_densities >= y_max - threshold)
+    num_high = jnp.sum(high.astype(log_densities.dtype))
+    y_mean = jnp.sum(jnp.where(high, log_densities, 0.0)) / num_high
+    return jnp.sqrt(jnp.sum(jnp.where(high, (log_densities - y_mean) ** 2, 0.0)) / num_high)
+
+
+def _start_mixture(rows: _TrainingSet, log_density: Float[Array, " C"], options: "SVBMC") -> VBMCMixture:
+    """The one-component mixture of `options.mixture_family` at the kept rows whose
+    `log_density` lies within D + 2 of the highest (`initial_mixture`)."""
+    return initial_mixture(
+        rows.inputs,
+        log_density,
+        rows.keep,
+        rows.inputs.shape[1] + 2.0,
+        options.max_components,
+        rotated=options.mixture_family == "rotated",
+    )
+
+
+def _hyperparameter_starts(
+    rows: _TrainingSet, key, options: "SVBMC", high_points, *, num_initial: int, previous: Previous | None
+) -> list[Surrogate]:
+    """The starts of the sparse refit (Li, Clarté & Acerbi 2023, §3.3): the exact-GP MAP on a
+    stratified k-means subset drawn with `key`, from `initial_surrogate` at initialisation
+    or from the current hyperparameters in the active phase, which are then the second start.
+    `high_points` is (centre, width, y_max, y_scale) of the high points."""
+    centre, width, y_max, y_scale = high_points
+    threshold = options.shaping_threshold_per_dimension * rows.inputs.shape[1]
+    subset_size = min(options.subset_size, num_initial)
+    subset, subset_mask = stratified_kmeans_subset(
+        key, rows.inputs, rows.log_densities, rows.keep, size=subset_size, num_strata=options.num_strata
+    )
+    if previous is None:
+        start = initial_surrogate(centre, width, y_max, y_scale, threshold, options.quadratic_scale_cap)
+    else:
+        start = previous.surrogate
+    exact = fit_exact(
+        start,
+        rows.inputs[subset],
+        rows.log_densities[subset],
+        rows.noise[subset],
+        subset_mask,
+        max_steps=options.exact_fit_steps,
+        lengthscale_factors=options.exact_fit_lengthscale_factors,
+    )
+    return [exact] if previous is None else [exact, previous.surrogate]
+
+
+def _guarded_refit(
+    rows: _TrainingSet, starts, key, ceiling, options: "SVBMC", *, num_initial: int, previous: Previous | None
+):
+    """`refit_from_starts` with the refit guard's check points: the training inputs and
+    draws (from fold_in(`key`, 1)) of the current mixture, or at initialisation of the
+    Gaussian of the highest points."""
+    if previous is None:
+        reference = _start_mixture(rows, rows.log_densities, options)
+    else:
+        reference = previous.mixture
+    draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
+    return refit_from_starts(
+        starts,
+        rows.inputs,
+        rows.log_densities,
+        rows.noise,
+        rows.keep,
+        options,
+        num_initial=num_initial,
+        check_points=jnp.concatenate([rows.inputs, draws]),
+        check_mask=jnp.concatenate([rows.keep, jnp.ones((options.peak_check_samples,), bool)]),
+        ceiling=ceiling,
+    )
+
+
+def _ascent(context: _Context, posterior, num_steps):
+    """(mixture, key) ↦ the mixture after `num_steps` Adam steps on the ELBO of `posterior`
+    (`maximise_elbo`), its components kept inside the high points' box."""
+    options = context.options
+    return functools.partial(
+        maximise_elbo,
+        posterior,
+        width=context.width,
+        num_steps=num_steps,
+        learning_rate=options.learning_rate,
+        num_entropy_samples=options.entropy_samples(),
+        bounds=context.component_box,
+    )
+
+
+def _scored(context: _Context, posterior):
+    """mixture ↦ (ELBO, BQ sd) on `posterior`, with common random numbers, so that
+    mixtures are compared without the entropy's Monte Carlo noise between them."""
+    return lambda mixture: elbo(posterior, mixture, context.compare_key, context.options.final_entropy_samples)
+
+
+def _score(context: _Context, posterior):
+    """mixture ↦ the ELBO of `_scored`."""
+    return lambda mixture: _scored(context, posterior)(mixture)[0]
+
+
+def _growth(context: _Context, posterior, num_steps) -> Growth:
+    """A growth stage on `posterior`: components are added at the training inputs whose
+    surrogate mean is within D + 2 of the highest (the candidates of `initial_mixture`)."""
+    rows = context.rows
+    surrogate_mean, _ = sparse.predict(posterior, rows.inputs)
+    top = jnp.max(jnp.where(rows.keep, surrogate_mean, -jnp.inf))
+    eligible = rows.keep & (surrogate_mean >= top - (rows.inputs.shape[1] + 2.0))
+    return Growth(
+        rows.inputs, surrogate_mean, eligible, _ascent(context, posterior, num_steps), _score(context, posterior)
+    )
+
+
+def _check(context: _Context, posterior, mixture) -> PeakCheck:
+    """The second check [ours]: whether the mean of `posterior` exceeds the ceiling at draws
+    of `mixture` (`peak_check`)."""
+    return peak_check(posterior, mixture, context.ceiling, context.peak_draws_key, context.options)
+
+
+def _build(context: _Context, posterior, key) -> VBMCMixture:
+    """The mixture of `options.mixture_family` built up on `posterior` from its one-component
+    start (`build_up`, Li, Clarté & Acerbi 2023, §3.3)."""
+    options = context.options
+    sites = _growth(context, posterior, options.buildup_steps)
+    start = _start_mixture(context.rows, sites.log_density, options)
+    return build_up(start, key, sites, tolerance=options.buildup_tolerance)
+
+
+def _initial_phase(context: _Context, refit, key, no_probes):
+    """(posterior, mixture, probes, stuck, source) at initialisation: the mixture built up on
+    the refit's posterior, and, if its draws find the mean above the ceiling (second check
+    [ours], as in `_active_phase`), built up again on the subset MAP's unfitted posterior
+    (unless the refit already fell back to it: the build would repeat). The two attempts are
+    one `lax.while_loop`, so that the program holds one copy of `_build`."""
+
+    def attempt(carry):
+        count, _, _ = carry
+        chosen = jax.tree_util.tree_map(
+            lambda fitted, unfitted: jnp.where(count == 0, fitted, unfitted), refit.posterior, refit.unfitted
+        )
+        return count + 1, chosen, _build(context, chosen, key)
+
+    def again(carry):
+        count, posterior, mixture = carry
+        return (count == 0) | ((count == 1) & _check(context, posterior, mixture).peaked & ~refit.fell_back)
+
+    # the loop's first mixture is a placeholder of the built-up structure; its value never matters
+    placeholder = _start_mixture(context.rows, context.rows.log_densities, context.options)
+    attempts, posterior, mixture = jax.lax.while_loop(again, attempt, (jnp.asarray(0), refit.posterior, placeholder))
+    stuck = jnp.asarray(False)
+    source = jnp.where(refit.fell_back | (attempts == 2), UNFITTED_START, FITTED)
+    return posterior, mixture, no_probes, stuck, source
+
+
+def _grow_once(context: _Context, posterior, key, mixture) -> VBMCMixture:
+    """One growth stage on `posterior` that doubles K (capped by the free slots), kept if the
+    ELBO rises (`grow`); the sites' surrogate mean is computed only when it runs."""
+    sites = _growth(context, posterior, context.options.round_steps)
+    count = jnp.sum(mixture.mask.astype(jnp.int32))
+    kept, _, _ = grow(mixture, sites.score(mixture), count, key, sites)
+    return kept
+
+
+def _fall_back(context: _Context, previous: Previous, key, posterior, mixture, top):
+    """(posterior, mixture, probes, stuck) of an active round whose new mixture peaked: the
+    last round's hyperparameters on inducing points selected afresh (so that the next
+    round's points have free slots again), and the last mixture re-optimised on that sparse
+    GP with `key`. If that too peaks, the one of the last two mixtures with the higher ELBO
+    there stays (the last one can be the one that went onto the mountain), and the round is
+    stuck: the next round's first points are the tops of both rejected mixtures' mountains,
+    whose values, far below, pull the mountains down [ours]."""
+    rows, options = context.rows, context.options
+    last_posterior = condition_on_selected(
+        previous.surrogate,
+        rows.inputs,
+        rows.log_densities,
+        rows.noise,
+        rows.keep,
+        options,
+        num_initial=context.num_initial,
+    )
+    moved = _ascent(context, last_posterior, options.round_steps)(previous.mixture, key)
+    moved_check = _check(context, last_posterior, moved)
+    last_two = jax.tree_util.tree_map(
+        lambda last, earlier: jnp.stack([last, earlier]), previous.mixture, previous.earlier_mixture
+    )
+    last_two_elbos, _ = jax.vmap(_scored(context, last_posterior))(last_two)
+    better = jnp.argmax(last_two_elbos)
+    rejected = moved_check.peaked
+    kept = jax.tree_util.tree_map(lambda two, moved: jnp.where(rejected, two[better], moved), last_two, moved)
+    return last_posterior, kept, jnp.stack([top, moved_check.top]), rejected
+
+
+def _active_phase(context: _Context, refit, previous: Previous, key, no_probes):
+    """(posterior, mixture, probes, stuck, source) of an active round.
+
+    The warm-started mixture is re-optimised, then one growth stage is tried while
+    K < K_max [ours; the paper leaves the K policy of the loop open]: a build-up that
+    stopped early on the initial surrogate can grow later. Second check [ours]: the ELBO
+    step can move the mixture onto a peak that the draws of the old mixture did not see;
+    if the new mixture's draws find the mean above the ceiling, the round falls back
+    (`_fall_back`). Keeping the last mixture unconditionally would freeze it (a mixture
+    with mass on a spurious mode would make every later round fall back), and keeping the
+    last sparse GP (with the round's points added by rank-1 updates) would freeze the
+    surrogate once the free slots are full."""
+    optimise_key, growth_key = jax.random.split(key)
+    posterior = refit.posterior
+    mixture = _ascent(context, posterior, context.options.round_steps)(previous.mixture, optimise_key)
+    grow_once = functools.partial(_grow_once, context, posterior, growth_key)
+    mixture = jax.lax.cond(jnp.all(mixture.mask), lambda m: m, grow_once, mixture)
+
+    def accept(posterior, mixture, top):
+        return posterior, mixture, no_probes, jnp.asarray(False)
+
+    fall_back = functools.partial(_fall_back, context, previous, optimise_key)
+    new_check = _check(context, posterior, mixture)
+    posterior, mixture, probes, stuck = jax.lax.cond(
+        new_check.peaked, fall_back, accept, posterior, mixture, new_check.top
+    )
+    source = jnp.where(new_check.peaked, LAST_ROUND, jnp.where(refit.fell_back, UNFITTED_START, FITTED))
+    return posterior, mixture, probes, stuck, source
+
+
 def retrain(
     inputs: Float[Array, "C D"],
     log_densities: Float[Array, " C"],
     observation_variance: Float[Array, " C"],
     succeeded: Bool[Array, " C"],
     key,
-    options: SVBMCOptions,
+    options: "SVBMC",
     *,
     num_initial: int,
     previous: Previous | None,
@@ -209,230 +438,26 @@ def retrain(
     keep, log_densities, noise = training_rows(
         (inputs, log_densities, observation_variance, succeeded), options, num_initial
     )
+    rows = _TrainingSet(inputs, log_densities, noise, keep)
     threshold = options.shaping_threshold_per_dimension * dimension
     centre, width = plausible_box(inputs, log_densities, keep, threshold)
     y_max = jnp.max(jnp.where(keep, log_densities, -jnp.inf))
     ceiling = peak_ceiling(log_densities, keep, options, dimension)
-    high = keep & (log_densities >= y_max - threshold)
-    num_high = jnp.sum(high.astype(log_densities.dtype))
-    y_mean = jnp.sum(jnp.where(high, log_densities, 0.0)) / num_high
-    y_scale = jnp.sqrt(jnp.sum(jnp.where(high, (log_densities - y_mean) ** 2, 0.0)) / num_high)
-
-    subset_size = min(options.subset_size, num_initial)
-    subset, subset_mask = stratified_kmeans_subset(
-        subset_key, inputs, log_densities, keep, size=subset_size, num_strata=options.num_strata
-    )
-    if previous is None:
-        start = initial_surrogate(centre, width, y_max, y_scale, threshold, options.quadratic_scale_cap)
-    else:
-        start = previous.surrogate
-    exact = fit_exact(
-        start,
-        inputs[subset],
-        log_densities[subset],
-        noise[subset],
-        subset_mask,
-        max_steps=options.exact_fit_steps,
-        lengthscale_factors=options.exact_fit_lengthscale_factors,
-    )
-    starts = [exact] if previous is None else [exact, previous.surrogate]
-
-    # the refit guard's check points: the training inputs and draws of the current mixture,
-    # or at initialisation of the Gaussian of the highest points
-    if previous is None:
-        reference = initial_mixture(
-            inputs,
-            log_densities,
-            keep,
-            dimension + 2.0,
-            options.max_components,
-            rotated=options.mixture_family != "axis",
-        )
-    else:
-        reference = previous.mixture
-    draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
-    refit = refit_from_starts(
-        starts,
-        inputs,
-        log_densities,
-        noise,
-        keep,
-        options,
-        num_initial=num_initial,
-        check_points=jnp.concatenate([inputs, draws]),
-        check_mask=jnp.concatenate([keep, jnp.ones((options.peak_check_samples,), bool)]),
-        ceiling=ceiling,
-    )
-    posterior = refit.posterior
+    y_scale = _high_points_spread(log_densities, keep, y_max, threshold)
+    high_points = (centre, width, y_max, y_scale)
+    starts = _hyperparameter_starts(rows, subset_key, options, high_points, num_initial=num_initial, previous=previous)
+    refit = _guarded_refit(rows, starts, key, ceiling, options, num_initial=num_initial, previous=previous)
     # the components stay inside the high points' box [ours; VBMC: the training inputs' box,
     # which for a post-process set of optimiser runs reaches far past the posterior]
     component_box = (centre - 0.5 * width, centre + 0.5 * width)
     peak_draws_key = jax.random.fold_in(key, 2)
     no_probes = jnp.zeros((2, dimension), inputs.dtype)
     compare_key = jax.random.fold_in(key, 3)
-
-    def ascent(posterior, num_steps):  # (mixture, key) ↦ the mixture after `num_steps` Adam steps
-        return functools.partial(
-            maximise_elbo,
-            posterior,
-            width=width,
-            num_steps=num_steps,
-            learning_rate=options.learning_rate,
-            num_entropy_samples=options.entropy_samples(),
-            bounds=component_box,
-        )
-
-    def scored(posterior):  # mixture ↦ (ELBO, BQ sd) with common random numbers
-        return lambda mixture: elbo(posterior, mixture, compare_key, options.final_entropy_samples)
-
-    def score(posterior):
-        return lambda mixture: scored(posterior)(mixture)[0]
-
-    def growth(posterior, num_steps) -> Growth:
-        """Components are added at the training inputs whose surrogate mean is within
-        D + 2 of the highest (the candidates of `initial_mixture`)."""
-        surrogate_mean, _ = sparse.predict(posterior, inputs)
-        top = jnp.max(jnp.where(keep, surrogate_mean, -jnp.inf))
-        eligible = keep & (surrogate_mean >= top - (dimension + 2.0))
-        return Growth(inputs, surrogate_mean, eligible, ascent(posterior, num_steps), score(posterior))
-
-    def check(posterior, mixture):  # the second check: the mean above the ceiling at draws of the mixture
-        return peak_check(posterior, mixture, ceiling, peak_draws_key, options)
-
+    context = _Context(rows, options, num_initial, width, component_box, ceiling, peak_draws_key, compare_key)
     if previous is None:
-
-        def build(posterior):
-            """The built-up mixture of `options.mixture_family`; for "auto" both families are
-            built up from their starts (same sites, same keys; one vmapped build-up, so the
-            program holds one copy of it) and the rotated one is kept only if its ELBO is
-            higher by more than `options.family_min_elbo_gain` combined BQ sds (common random
-            numbers in the entropies) [ours]: on Lotka–Volterra MCMC-12k the axis-aligned
-            mixture stays 0.6–1.0 below log Z on an accurate surrogate, the rotated one comes
-            within 0.1; "keep the higher ELBO" kept a rotated fit 166 above log Z with BQ sd
-            155 (seed 2), an ELBO high because the surrogate is uncertain where q went."""
-            sites = growth(posterior, options.buildup_steps)
-
-            def start(rotated):
-                return initial_mixture(
-                    inputs,
-                    sites.log_density,
-                    keep,
-                    dimension + 2.0,
-                    options.max_components,
-                    rotated=rotated,
-                    selectable=options.mixture_family == "auto",
-                )
-
-            def from_start(start):
-                return build_up(start, mixture_key, sites, tolerance=options.buildup_tolerance)
-
-            if options.mixture_family != "auto":
-                return from_start(start(options.mixture_family == "rotated"))
-            starts = jax.tree_util.tree_map(lambda a, r: jnp.stack([a, r]), start(False), start(True))
-            built = jax.vmap(from_start)(starts)
-            means, sds = jax.vmap(scored(posterior))(built)
-            rotated = elbo_gain_z(means[1], sds[1], means[0], sds[0]) > options.family_min_elbo_gain
-            return jax.tree_util.tree_map(lambda both: both[rotated.astype(jnp.int32)], built)
-
-        # second check [ours], as in the active phase below: if the built-up mixture's
-        # draws find the mean above the ceiling, build it on the subset MAP's posterior
-        # (unless the first check already chose that posterior: the build would repeat).
-        # The two attempts are one loop, so that the program holds one copy of `build`.
-        def attempt(carry):
-            count, _, _ = carry
-            chosen = jax.tree_util.tree_map(
-                lambda fitted, unfitted: jnp.where(count == 0, fitted, unfitted), refit.posterior, refit.unfitted
-            )
-            return count + 1, chosen, build(chosen)
-
-        def again(carry):
-            count, posterior, mixture = carry
-            return (count == 0) | ((count == 1) & check(posterior, mixture).peaked & ~refit.fell_back)
-
-        # the loop's first mixture is a placeholder of the built-up structure; its value never matters
-        placeholder = initial_mixture(
-            inputs,
-            log_densities,
-            keep,
-            dimension + 2.0,
-            options.max_components,
-            rotated=options.mixture_family == "rotated",
-            selectable=options.mixture_family == "auto",
-        )
-        attempts, posterior, mixture = jax.lax.while_loop(
-            again, attempt, (jnp.asarray(0), refit.posterior, placeholder)
-        )
-        probes, stuck = no_probes, jnp.asarray(False)
-        source = jnp.where(refit.fell_back | (attempts == 2), UNFITTED_START, FITTED)
+        posterior, mixture, probes, stuck, source = _initial_phase(context, refit, mixture_key, no_probes)
     else:
-        # the warm-started mixture is re-optimised, then one growth stage is tried while
-        # K < K_max [ours; the document leaves the K policy of the loop open]: a build-up
-        # that stopped early on the initial surrogate (K = 1–3 on timing) can grow later
-        optimise_key, growth_key = jax.random.split(mixture_key)
-        mixture = ascent(posterior, options.round_steps)(previous.mixture, optimise_key)
-
-        def grow_once(mixture):  # the sites' surrogate mean is computed only when K < K_max
-            sites = growth(posterior, options.round_steps)
-            count = jnp.sum(mixture.mask.astype(jnp.int32))  # double K (capped by the free slots)
-            kept, _, _ = grow(mixture, sites.score(mixture), count, growth_key, sites)
-            return kept
-
-        mixture = jax.lax.cond(jnp.all(mixture.mask), lambda m: m, grow_once, mixture)
-
-        # second check [ours]: the ELBO step can move the mixture onto a peak that the
-        # draws of the old mixture did not see; if the new mixture's draws find the mean
-        # above the ceiling, the round's hyperparameters are dropped: the last round's
-        # hyperparameters stay, on inducing points selected afresh (so that the next
-        # round's points have free slots again), and the mixture is re-optimised on that
-        # sparse GP, unless that too finds the mean above the ceiling (then one of the
-        # last two mixtures stays, below). A fallback that kept the last mixture unconditionally
-        # froze it: Lotka–Volterra seed 5 (a probe that bounded μ too) accepted a mixture
-        # with mass on a phantom mode at 160 evaluations, the next round's points found
-        # the mode 10 below the surrogate, and every later round fell back, ending with
-        # ELBO 9.7 below log Z. One that kept the last sparse GP (with the round's points
-        # added by rank-1 updates) froze the surrogate once the free slots were full: on
-        # Lotka–Volterra MCMC-12k seed 0 every round from the second on fell back, and M,
-        # the lengthscales and the GP sd at reference draws stayed as they were for 190
-        # evaluations (`benchmarks/README.md`).
-        #
-        # When the last mixture stays, the next round's acquisitions, which follow it, never
-        # reach either mountain, and the same refit and fallback repeat: on Lotka–Volterra
-        # CMA-ES-5k seed 12 every round from 35 evaluations on kept the mixture of the 30th
-        # (MMTV 0.68) while the ELBO slid from 5.8 above log Z to 14.7 below it. The next
-        # round's first two points are then the tops of the two mountains (the highest-mean
-        # draws of the rejected mixtures) [ours]: their values, far below, pull the
-        # mountains down (that seed: the next round recovers, MMTV 0.15; final ΔLML 0.57,
-        # MMTV 0.14).
-        #
-        # Of the last two mixtures the stuck round keeps the one with the higher ELBO on the
-        # last hyperparameters' sparse GP [ours]: the last mixture can be the one that went
-        # onto the mountain. Lotka–Volterra CMA-ES-5k seed 8 accepted a mixture with BQ sd
-        # 0.72 (MMTV 0.16) at 190 evaluations; its points came out far below the surrogate,
-        # and the last two rounds, stuck, kept it with ELBO 4.9 and 3.9 below log Z.
-        def fall_back(posterior, mixture, top):
-            last_posterior = condition_on_selected(
-                previous.surrogate, inputs, log_densities, noise, keep, options, num_initial=num_initial
-            )
-            moved = ascent(last_posterior, options.round_steps)(previous.mixture, optimise_key)
-            moved_check = check(last_posterior, moved)
-            last_two = jax.tree_util.tree_map(
-                lambda last, earlier: jnp.stack([last, earlier]), previous.mixture, previous.earlier_mixture
-            )
-            last_two_elbos, _ = jax.vmap(scored(last_posterior))(last_two)
-            better = jnp.argmax(last_two_elbos)
-            moved_elbo = None if options.fallback_max_elbo_gain is None else score(last_posterior)(moved)
-            rejected = rejects_moved_mixture(moved_check.peaked, moved_elbo, jnp.max(last_two_elbos), options)
-            kept = jax.tree_util.tree_map(lambda two, moved: jnp.where(rejected, two[better], moved), last_two, moved)
-            return last_posterior, kept, jnp.stack([top, moved_check.top]), rejected
-
-        def accept(posterior, mixture, top):
-            return posterior, mixture, no_probes, jnp.asarray(False)
-
-        new_check = check(posterior, mixture)
-        posterior, mixture, probes, stuck = jax.lax.cond(
-            new_check.peaked, fall_back, accept, posterior, mixture, new_check.top
-        )
-        source = jnp.where(new_check.peaked, LAST_ROUND, jnp.where(refit.fell_back, UNFITTED_START, FITTED))
+        posterior, mixture, probes, stuck, source = _active_phase(context, refit, previous, mixture_key, no_probes)
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     source = jnp.asarray(source, jnp.int32)
     return Retraining(posterior, mixture, elbo_mean, elbo_sd, centre, width, probes, stuck, source)

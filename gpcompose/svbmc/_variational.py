@@ -19,8 +19,7 @@ def elbo_gain_z(
 ) -> Float[Array, ""]:
     """How far an ELBO lies above another in combined Bayesian-quadrature sds [ours]:
     (mean − other_mean)/√(sd² + other_sd²), the rule by which SVBMC keeps a whitened fit
-    (`fit_and_whiten`) and the rotated family ("auto" `mixture_family`); a denominator of
-    0 is floored at the smallest positive number."""
+    (`fit_and_whiten`); a denominator of 0 is floored at the smallest positive number."""
     combined_sd = jnp.maximum(jnp.sqrt(sd**2 + other_sd**2), jnp.finfo(sd.dtype).tiny)
     return (mean - other_mean) / combined_sd
 
@@ -33,16 +32,11 @@ def initial_mixture(
     max_components: int,
     *,
     rotated: bool,
-    selectable: bool = False,
 ) -> VBMCMixture:
     """One component at the mean and spread of the points whose surrogate log density is
     within `threshold` of the highest (other slots inactive): S = diag(sd) of those points,
     or with `rotated` the Cholesky factor of their covariance (S Sᵀ = the covariance, so
-    the component starts with their correlations).
-
-    With `selectable` the axis-aligned start is in the rotated family's pytree too
-    (`lambda_offdiagonal` zero and the `axis_aligned` flag set; the rotated start has it
-    cleared), so that a traced choice can pick between the two built-up mixtures."""
+    the component starts with their correlations)."""
     top = jnp.max(jnp.where(mask, log_density, -jnp.inf))
     high = (mask & (log_density >= top - threshold)).astype(X.dtype)
     count = jnp.sum(high)
@@ -59,7 +53,7 @@ def initial_mixture(
         offdiagonal = (lower / lambdas[:, None])[rows, columns]
     else:
         lambdas = jnp.sqrt(jnp.maximum(variance, floor))
-        offdiagonal = jnp.zeros((dimension * (dimension - 1) // 2,), X.dtype) if selectable else None
+        offdiagonal = None
     return VBMCMixture(
         logits=jnp.zeros((max_components,), X.dtype),
         means=jnp.zeros((max_components, dimension), X.dtype).at[0].set(centre),
@@ -67,7 +61,6 @@ def initial_mixture(
         log_lambda=jnp.log(lambdas),
         mask=jnp.zeros((max_components,), bool).at[0].set(True),
         lambda_offdiagonal=offdiagonal,
-        axis_aligned=jnp.asarray(not rotated) if selectable else None,
     )
 
 
@@ -138,10 +131,9 @@ def build_up(mixture: VBMCMixture, key: PRNGKeyArray, growth: Growth, *, toleran
     threshold"; ΔKL = −ΔELBO for a fixed target). Stage j adds 2^j components (K doubles
     while the stages are accepted; `grow`). A stage that lowers the ELBO is discarded; if
     it lowered it by more than `tolerance` the next stage starts again from the kept
-    mixture [ours]: that is a failed optimisation, not convergence — on the timing
-    problem the first stage (K = 1 → 2) lost ELBO on 2 of 6 initial sets (seeds 0, 5),
-    and stopping there left K = 1 with ΔLML 2.2, 1.7 (benchmarks/README.md, SVBMC
-    section). A change within ±`tolerance` stops the build-up whatever its sign, so that
+    mixture [ours]: that is a failed optimisation, not convergence, and stopping there
+    could leave a single component on a multimodal target. A change within ±`tolerance`
+    stops the build-up whatever its sign, so that
     rounding cannot decide whether it goes on."""
     optimise_key, stages_key = jax.random.split(key)
     mixture = growth.optimise(mixture, optimise_key)

@@ -1,5 +1,8 @@
-"""Variational whitening of the SVBMC inference space (VBMC, Acerbi 2020; SVBMC App. A.5
-describes it as background and leaves its use unstated, `notes/svbmc.md` §2.1)."""
+"""Variational whitening of the SVBMC inference space (VBMC, Acerbi 2020; Li, Clarté & Acerbi
+2023, App. A.5, describe it as background and leave its use in SVBMC unstated)."""
+
+import functools
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -10,10 +13,12 @@ from .._select import select_tree
 from ..mixtures import VBMCMixture
 from ..sparse import SparsePosterior
 from ..transforms import WhitenedTransform
-from ._options import SVBMCOptions
 from ._surrogate import Surrogate, sparse_objective
 from ._training import peak_ceiling, peak_check, retrain, training_rows
 from ._variational import elbo_gain_z, initial_mixture
+
+if TYPE_CHECKING:
+    from ._workflow import SVBMC
 
 
 def whitening_of(mixture: VBMCMixture) -> tuple[Float[Array, " D"], Float[Array, "D D"], Bool[Array, ""]]:
@@ -31,7 +36,7 @@ def highest_points_gaussian(
     log_densities: Float[Array, " C"],
     observation_variance: Float[Array, " C"],
     succeeded: Bool[Array, " C"],
-    options: SVBMCOptions,
+    options: "SVBMC",
     *,
     num_initial: int,
 ) -> VBMCMixture:
@@ -99,13 +104,32 @@ def whitened_fit_is_better(
     observation_variance: Float[Array, " C"],
     succeeded: Bool[Array, " C"],
     key,
-    options: SVBMCOptions,
+    options: "SVBMC",
     *,
     num_initial: int,
 ) -> Bool[Array, ""]:
     """Whether a whitening pass keeps its fit (`keeps_whitening`). `fit` is (inputs,
     log_densities, `retrain` output) in the current space, `whitened` is (inputs',
-    log_densities', `retrain` output, ok) in the whitened one."""
+    log_densities', `retrain` output, ok) in the whitened one.
+
+    The whitened fit is kept if it explains the evaluations better — the higher collapsed
+    SGPR bound + log hyperprior (`sparse_objective`, the score by which Li, Clarté & Acerbi
+    2023, §3.3, compare hyperparameters), the same data under two input bases, as trimming
+    and noise shaping see only differences of y — unless its ELBO is lower by more than two
+    combined Bayesian-quadrature sds, (old − new)/√(sd² + sd'²) > 2
+    (`options.whitening_max_elbo_drop`), or its mixture peaks where the first's does not.
+
+    VBMC (Acerbi 2020) keeps a whitening if the ELBO rises. That rule can keep surrogates
+    that are confidently wrong in the posterior's mass, because their ELBO overestimates
+    log Z within its BQ sd while their SGPR bound is far lower. The score alone can keep a
+    whitened surrogate too smooth to grow q on (long lengthscales, a build-up that stops at
+    K = 1), which the ELBO-drop test rejects. A whitened fit whose own mixture finds the
+    surrogate mean above the refit guard's ceiling y_max + D (`peak_check`) is not kept
+    unless the first fit's does too: a better bound says that the surrogate explains the
+    evaluations, not that it stays low where there are none, and a whitened quadratic mean
+    can peak far above y_max off the data, with q on that peak and an ELBO far above log Z
+    [ours].
+    """
     inputs, log_densities, old = fit
     new_inputs, new_log_densities, new, ok = whitened
     # one set of training rows and noises serves both: y moved by a constant, which they do not see
@@ -127,6 +151,88 @@ def whitened_fit_is_better(
     )
 
 
+def _initial_fit(inputs, log_densities, key, *, observation_variance, succeeded, options: "SVBMC", num_initial: int):
+    """`retrain` at initialisation (no previous fit) of the evaluations in one space."""
+    return retrain(
+        inputs,
+        log_densities,
+        observation_variance,
+        succeeded,
+        key,
+        options,
+        num_initial=num_initial,
+        previous=None,
+    )
+
+
+def _pass_keys(key, num_passes: int):
+    """The keys of the 1 + P fits of `fit_and_whiten`: `key` for the first fit,
+    fold_in(key, 1) for pass 1 and split(fold_in(key, 5), P − 1) for the others."""
+    more_keys = jax.random.split(jax.random.fold_in(key, 5), num_passes - 1)
+    return jnp.concatenate([key[None], jax.random.fold_in(key, 1)[None], more_keys])
+
+
+def _start_whitening(
+    inputs, log_densities, observation_variance, succeeded, options: "SVBMC", *, num_initial: int
+) -> tuple[Float[Array, " D"], Float[Array, "D D"], Bool[Array, ""]]:
+    """(m, L, ok) of the first fit's space: the Gaussian of the highest training rows
+    (`highest_points_gaussian`), or the identity if `options.highest_points_whitening` is off.
+
+    Why the first fit is not in the given space [ours]: the surrogate's mean is an
+    axis-aligned negative quadratic, and on a correlated posterior the quadratic that fits
+    the data has the conditional curvatures, ω_d ≈ 1/√Λ_dd, far narrower than the marginal
+    sds, so it falls far below the data along the posterior's ridges and the GP needs a
+    large σ_f to lift it; between the data such a GP builds mountains, q goes onto one,
+    and no q-whitened pass recovers. In the space whitened by the top points the
+    quadratic's axes follow the posterior's. Starting in the given space and moving to the
+    top points' space only when the first q peaks (`peak_check`) is not enough: on a
+    strongly correlated posterior a first fit in the given space can overestimate log Z
+    with a small BQ sd, not peak, and still explain the evaluations far worse (a much lower
+    SGPR score)."""
+    if options.highest_points_whitening:
+        return whitening_of(
+            highest_points_gaussian(
+                inputs, log_densities, observation_variance, succeeded, options, num_initial=num_initial
+            )
+        )
+    return (
+        jnp.zeros(inputs.shape[1], inputs.dtype),
+        jnp.eye(inputs.shape[1], dtype=inputs.dtype),
+        jnp.asarray(True),
+    )
+
+
+def _one_pass(fit_in, start, observation_variance, succeeded, options: "SVBMC", num_initial: int, carry, pass_inputs):
+    """One step of `fit_and_whiten`'s scan: the evaluations whitened by `start` (pass 0) or by
+    the q of the fit kept so far (`whiten_by`), refitted with `fit_in`, and the new fit kept
+    if this is pass 0 or it is better (`whitened_fit_is_better`). The pass-0 branches are
+    `lax.cond`s on an unbatched flag, so they stay branches under `vmap`."""
+    pass_key, pass_index = pass_inputs
+    first = pass_index == 0
+    space, inputs, log_densities, fit, _ = carry
+    new_space, new_inputs, new_log_densities, ok = jax.lax.cond(
+        first,
+        lambda: whiten_by(start, space, inputs, log_densities, succeeded),
+        lambda: whiten_by(whitening_of(fit[1]), space, inputs, log_densities, succeeded),
+    )
+    new_fit = fit_in(new_inputs, new_log_densities, pass_key)
+    better = jax.lax.cond(
+        first,
+        lambda: jnp.asarray(True),
+        lambda: whitened_fit_is_better(
+            (inputs, log_densities, fit),
+            (new_inputs, new_log_densities, new_fit, ok),
+            observation_variance,
+            succeeded,
+            pass_key,
+            options,
+            num_initial=num_initial,
+        ),
+    )
+    kept = select_tree(better, (new_space, new_inputs, new_log_densities, new_fit, pass_index), carry)
+    return kept, None
+
+
 def fit_and_whiten(
     space: WhitenedTransform,
     inputs: Float[Array, "C D"],
@@ -134,127 +240,38 @@ def fit_and_whiten(
     observation_variance: Float[Array, " C"],
     succeeded: Bool[Array, " C"],
     key,
-    options: SVBMCOptions,
+    options: "SVBMC",
     *,
     num_initial: int,
 ):
     """The initial fit. Without `options.whitening`: `retrain` in `space`. With it: `retrain`
-    in the start space — `space` whitened by the Gaussian of the highest training rows
-    (`highest_points_gaussian`), or `space` itself if `options.highest_points_whitening` is
-    off — then `options.whitening_passes` passes, each a refit from scratch in the space
-    whitened by the q of the fit kept so far (`whiten_by`).
+    in the start space — `space` whitened by `_start_whitening` — then
+    `options.whitening_passes` passes, each a refit from scratch in the space whitened by
+    the q of the fit kept so far (`whiten_by`), kept if it is better
+    (`whitened_fit_is_better`).
 
-    Why the first fit is not in `space` itself [ours]: the surrogate's mean is an
-    axis-aligned negative quadratic, and on a correlated posterior the quadratic that fits
-    the data has the conditional curvatures, ω_d ≈ 1/√Λ_dd, far narrower than the marginal
-    sds, so it falls hundreds of units below the data along the posterior's ridges and the
-    GP needs a huge σ_f to lift it; between the data such a GP builds mountains. On
-    Lotka–Volterra MCMC-12k seed 0 (inference space u = log x): ω = 0.03–0.09 against
-    reference sds 0.08–0.17, σ_f = 165, q on a surrogate peak 206 above y_max where the
-    target is 56 below; ELBO 202 above log Z (BQ sd 94), MMTV 0.86, and no q-whitened pass
-    recovered (seed 1: +113, MMTV 0.90). First fitted in the space whitened by the top
-    points: ΔLML 0.112 / 0.110, MMTV 0.035 / 0.039 after init (`benchmarks/README.md`).
-    A start in `space` that moves to the top points' space only when the first q peaks
-    (`peak_check`) did better on three Lotka–Volterra CMA-ES-5k seeds (final ΔLML median
-    0.202 against 0.280) but kept, on a correlation-0.999 Gaussian sampled like a chain, a
-    first fit 2.3 above log Z with BQ sd 0.005 that does not peak and whose SGPR score is
-    ~10⁴ below the top points' fit's (`tests/test_svbmc.py`); on the CMA-ES sets too that
-    score prefers the top points' space (−2.8·10⁵ against −8.5·10⁵, `benchmarks/README.md`).
-
-    A pass's fit is kept if it explains the evaluations
-    better — the higher collapsed SGPR bound + log hyperprior (`sparse_objective`, the
-    score of §2.7), the same data under two input bases, as trimming and noise shaping
-    see only differences of y — unless its ELBO is lower by more than two combined
-    Bayesian-quadrature sds, (old − new)/√(sd² + sd'²) > 2
-    (`options.whitening_max_elbo_drop`), or its mixture peaks where the first's does not
-    (`keeps_whitening`).
-
-    VBMC keeps a whitening if the ELBO rises. That rule kept surrogates that are
-    confidently wrong in the posterior's mass, because their ELBO overestimates log Z:
-    Lotka–Volterra seed 1, unwhitened ELBO − log Z = +0.19 with BQ sd 0.93, MMTV 0.200, and
-    an SGPR bound of −5.7·10⁶; on this CPU's sets 3 and 4 the unwhitened ELBO is 1.03 and
-    0.48 above the whitened one, with BQ sd 1.13 and 0.98 (0.9 and 0.5 combined sds), and
-    0.73 and 0.61 above log Z (`benchmarks/README.md`). The score alone kept a whitened
-    surrogate too smooth to grow q on (timing seed 5: lengthscales 3–63 whitened units, the
-    build-up stopped at K = 1; ELBO 0.43 below the first fit's, 2.3 combined sds; ΔLML 1.09
-    and MMTV 0.22 after init against 0.66 and 0.13 unwhitened with K = 29).
-
-    A whitened fit whose own mixture finds the surrogate mean above the refit guard's
-    ceiling y_max + D (`peak_check`) is not kept unless the first fit's does too: a
-    better bound says the surrogate explains the evaluations, not that it stays low where
-    there are none. Lotka–Volterra MCMC-12k, seed 0: the whitened refit's bound was higher,
-    but its quadratic mean peaked 46 above y_max off the data, q sat there (surrogate 25
-    above y_max, target 70 below) and the ELBO was 28.6 above log Z, MMTV 0.84; the first
-    fit's was 0.62 below, MMTV 0.14 (`benchmarks/README.md`).
-
-    The first fit and the passes are one `lax.scan` over 1 + P passes [ours], pass 0
-    fitting in the start space and always kept, so that the program holds one copy of `retrain`
-    (its first carry is a placeholder of zeros that pass 0 replaces unread; the pass-0
-    branches are `lax.cond`s on an unbatched flag, so they stay branches under `vmap`).
-    Keys: `key` for the first fit, fold_in(key, 1) for pass 1, split(fold_in(key, 5),
-    P − 1) for the others.
+    The first fit and the passes are one `lax.scan` over 1 + P passes (`_one_pass`) [ours],
+    pass 0 fitting in the start space and always kept, so that the program holds one copy
+    of `retrain` (its first carry is a placeholder of zeros that pass 0 replaces unread).
+    Keys: `_pass_keys`.
 
     **Returns:** (space, inputs, log_densities, fit, kept_pass) of the kept fit, fit being
     `retrain`'s output and kept_pass its pass (0 the start space, 1 … P the q-whitened
     passes; −1 without `options.whitening`).
     """
-
-    def fit_in(inputs, log_densities, pass_key):
-        return retrain(
-            inputs,
-            log_densities,
-            observation_variance,
-            succeeded,
-            pass_key,
-            options,
-            num_initial=num_initial,
-            previous=None,
-        )
-
+    fit_in = functools.partial(
+        _initial_fit,
+        observation_variance=observation_variance,
+        succeeded=succeeded,
+        options=options,
+        num_initial=num_initial,
+    )
     if not options.whitening:
         return space, inputs, log_densities, fit_in(inputs, log_densities, key), jnp.asarray(-1, jnp.int32)
-    more_keys = jax.random.split(jax.random.fold_in(key, 5), options.whitening_passes - 1)
-    keys = jnp.concatenate([key[None], jax.random.fold_in(key, 1)[None], more_keys])
+    keys = _pass_keys(key, options.whitening_passes)
     pass_indices = jnp.arange(1 + options.whitening_passes, dtype=jnp.int32)
-
-    def one_pass(carry, pass_inputs):
-        pass_key, pass_index = pass_inputs
-        first = pass_index == 0
-        space, inputs, log_densities, fit, _ = carry
-        new_space, new_inputs, new_log_densities, ok = jax.lax.cond(
-            first,
-            lambda: whiten_by(start, space, inputs, log_densities, succeeded),
-            lambda: whiten_by(whitening_of(fit[1]), space, inputs, log_densities, succeeded),
-        )
-        new_fit = fit_in(new_inputs, new_log_densities, pass_key)
-        better = jax.lax.cond(
-            first,
-            lambda: jnp.asarray(True),
-            lambda: whitened_fit_is_better(
-                (inputs, log_densities, fit),
-                (new_inputs, new_log_densities, new_fit, ok),
-                observation_variance,
-                succeeded,
-                pass_key,
-                options,
-                num_initial=num_initial,
-            ),
-        )
-        kept = select_tree(better, (new_space, new_inputs, new_log_densities, new_fit, pass_index), carry)
-        return kept, None
-
-    if options.highest_points_whitening:
-        start = whitening_of(
-            highest_points_gaussian(
-                inputs, log_densities, observation_variance, succeeded, options, num_initial=num_initial
-            )
-        )
-    else:
-        start = (
-            jnp.zeros(inputs.shape[1], inputs.dtype),
-            jnp.eye(inputs.shape[1], dtype=inputs.dtype),
-            jnp.asarray(True),
-        )
+    start = _start_whitening(inputs, log_densities, observation_variance, succeeded, options, num_initial=num_initial)
+    one_pass = functools.partial(_one_pass, fit_in, start, observation_variance, succeeded, options, num_initial)
     fit_shape = jax.eval_shape(fit_in, inputs, log_densities, key)
     placeholder = jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), fit_shape)
     initial = (space, inputs, log_densities, placeholder, jnp.asarray(0, jnp.int32))

@@ -1,9 +1,10 @@
-"""SVBMC as ask/tell steps on fixed-capacity buffers, a traceable `run`, and the `fit`
-driver for black-box (Python) log densities."""
+"""SVBMC as an active learner (`SVBMC`: `init`/`ask`/`tell`/`result` on fixed-capacity
+buffers), its result, and `fit`, the black-box run from existing evaluations."""
 
-import dataclasses
+import math
 import warnings
 from collections.abc import Callable
+from typing import Literal
 
 import equinox as eqx
 import jax
@@ -12,19 +13,25 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
-from .._black_box import call_black_box
 from .._jit import public_jit
 from ..acquisition import (
     log_expected_interquantile_range,
     log_prospective_uncertainty,
-    maximise_multistart,
+    maximise_from_candidates,
+)
+from ..active_learning import (
+    AbstractActiveLearner,
+    Checkpoint,
+    Evaluations,
+    Progress,
+    require_single_run,
+    run_black_box,
 )
 from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
-from ._options import SVBMCOptions
 from ._report import record_round, reported_slot, start_history
 from ._state import SVBMCState
 from ._surrogate import Surrogate
-from ._training import LAST_ROUND, Previous, new_point_value_and_noise, retrain, training_rows
+from ._training import Previous, new_point_value_and_noise, retrain, training_rows
 from ._whitening import fit_and_whiten
 
 
@@ -36,13 +43,13 @@ class SVBMCResult(eqx.Module):
       under w ↦ m + L w, in the rotated family), else its push-forward
       `TransformedMixture`; both have `.sample(key, n)` and `.log_prob(x)`.
     - `elbo`, `elbo_sd`: the ELBO (estimate of log Z) and its Bayesian-quadrature sd.
-    - `reported_evaluations`: the active-phase evaluations of the round whose mixture and ELBO
-      these are: the last round's, unless its BQ sd exceeds `options.report_sd_tolerance`
+    - `reported_evaluations`: the evaluations after `init` of the round whose mixture and
+      ELBO these are: the last round's, unless its BQ sd exceeds `report_sd_tolerance`
       (then the recent round with the highest ELBO − `report_safe_sd`·sd, `_report.py`).
     - `surrogate`: the final sparse GP (in the inference space: unbounded, and whitened
       when `transform` holds a whitening); `transform`: x ↦ that space.
     - `X`, `y`: every successful evaluation (initial and new) in the original space;
-      `num_failed`: evaluations of the active phase that failed (NaN, ±inf or raised).
+      `num_failed`: evaluations after `init` that failed (NaN, ±inf or raised).
     """
 
     posterior: eqx.Module
@@ -54,6 +61,27 @@ class SVBMCResult(eqx.Module):
     X: Float[Array, "N D"]
     y: Float[Array, " N"]
     num_failed: int = eqx.field(static=True)
+
+
+class SVBMCAskInfo(eqx.Module):
+    """What `SVBMC.ask` chose: the acquisition's value at the point (log a₁, or the monotone
+    transform of a₂ that is searched; NaN for a probe) and whether the point is a probe, the
+    top of a surrogate mountain asked after a stuck round."""
+
+    acquisition: Float[Array, ""]
+    probe: Bool[Array, ""]
+
+
+class SVBMCUpdateInfo(eqx.Module):
+    """The retraining at the end of a round: the new ELBO and its BQ sd, where the
+    hyperparameters came from (`_training.FITTED`, `UNFITTED_START` or `LAST_ROUND`), and
+    whether the round was stuck (every candidate mixture found a surrogate mountain, so the
+    next round starts with probes)."""
+
+    elbo: Float[Array, ""]
+    elbo_sd: Float[Array, ""]
+    hyperparameter_source: Int[Array, ""]
+    stuck: Bool[Array, ""]
 
 
 def _validate_bounds(lower_bounds, upper_bounds, dimension: int, dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +118,7 @@ def _drop_unusable_rows(X, y, observation_variance, lower, upper):
     usable = finite & inside
     if not np.all(usable):
         warnings.warn(
-            f"svbmc.init: dropped {np.sum(~finite)} initial evaluations with NaN or infinite values and "
+            f"SVBMC.init: dropped {np.sum(~finite)} initial evaluations with NaN or infinite values and "
             f"{np.sum(finite & ~inside)} outside the bounds; {np.sum(usable)} remain.",
             RuntimeWarning,
             stacklevel=3,
@@ -98,42 +126,9 @@ def _drop_unusable_rows(X, y, observation_variance, lower, upper):
     return X[usable], y[usable], observation_variance[usable]
 
 
-def init(
-    X: Float[ArrayLike, "N D"],
-    y: Float[ArrayLike, " N"],
-    *,
-    key: PRNGKeyArray,
-    budget: int = 200,
-    batch_size: int = 5,
-    lower_bounds: Float[ArrayLike, " D"] | None = None,
-    upper_bounds: Float[ArrayLike, " D"] | None = None,
-    noise_sd: Float[ArrayLike, "*N"] | None = None,
-    options: SVBMCOptions | None = None,
-) -> SVBMCState:
-    """Start SVBMC from existing evaluations y_n = log p(X_n) (SVBMC §3, steps 0–6).
-
-    Maps bounded coordinates to R^D (probit; the log-Jacobian is added to y), trims,
-    shapes the noise, fits the hyperparameters (exact-GP MAP on a stratified k-means
-    subset, greedy inducing points, SGPR MAP) and builds the mixture up.
-
-    **Arguments:**
-
-    - `X` (N, D), `y` (N,): the evaluations. Rows with NaN/inf (or outside the bounds)
-      are dropped with a `RuntimeWarning` that counts them.
-    - `key`: PRNG key of the run (stored in the state for the retraining steps).
-    - `budget`: number of new evaluations (N_f); `batch_size`: evaluations per round
-      (n_active) between retrainings.
-    - `lower_bounds`, `upper_bounds`: optional (D,) bounds (±inf for open sides).
-    - `noise_sd`: None for exact log densities (σ²_obs = 1e-5), else the sd of each
-      initial value (scalar or (N,)); the run is then "noisy" and uses the IMIQR a₂.
-    - `options`: an `SVBMCOptions` for the other constants (its budget/batch size are
-      replaced by the arguments).
-
-    Runs under `jax.vmap` over `key` when `X`, `y` are concrete arrays, and over `X`, `y`
-    too: traced rows cannot be dropped, so unusable ones (non-finite, or outside the bounds)
-    are kept but masked out of every fit (`state.succeeded` is False for them), without
-    a warning.
-    """
+def _initial_rows(X, y, noise_sd, noiseless_variance: float, lower_bounds, upper_bounds):
+    """(X, y, σ²_obs, BoundedTransform, noisy) of `init`'s arguments, checked; concrete rows
+    that cannot be used are dropped here, traced ones are masked in `_initialise`."""
     X_traced = isinstance(X, jax.core.Tracer) or isinstance(y, jax.core.Tracer)
     X = jnp.asarray(X) if X_traced else np.asarray(X)
     if X.ndim != 2:
@@ -143,8 +138,6 @@ def init(
     y = jnp.asarray(y, dtype) if X_traced else np.asarray(y, dtype)
     if y.shape != (num_points,):
         raise ValueError(f"`y` must have shape ({num_points},) to match X {X.shape}, got shape {y.shape}.")
-    options = SVBMCOptions() if options is None else options
-    options = dataclasses.replace(options, budget=budget, batch_size=batch_size)
     noisy = noise_sd is not None
     if noisy:
         sd = np.asarray(noise_sd, dtype)
@@ -152,19 +145,17 @@ def init(
             raise ValueError(f"`noise_sd` must be a scalar or have shape ({num_points},), got shape {sd.shape}.")
         observation_variance = np.broadcast_to(sd**2, (num_points,)).astype(dtype)
     else:
-        observation_variance = np.full(num_points, options.noiseless_variance, dtype)
+        observation_variance = np.full(num_points, noiseless_variance, dtype)
     lower, upper = _validate_bounds(lower_bounds, upper_bounds, dimension, dtype)
     if not X_traced:
         X, y, observation_variance = _drop_unusable_rows(X.astype(dtype), y, observation_variance, lower, upper)
         if X.shape[0] < 2:
             raise ValueError(f"SVBMC needs at least 2 usable initial evaluations, got {X.shape[0]}.")
-    return _initialise(X, y, observation_variance, key, BoundedTransform(lower, upper), options, noisy)
+    return X, y, observation_variance, BoundedTransform(lower, upper), noisy
 
 
 @eqx.filter_jit
-def _initialise(X, y, observation_variance, key, transform, options: SVBMCOptions, noisy: bool) -> SVBMCState:
-    num_initial, dimension = X.shape
-    capacity = num_initial + options.budget
+def _initialise(learner: "SVBMC", X, y, observation_variance, key, transform, budget: int, noisy: bool) -> SVBMCState:
     X = jnp.asarray(X)
     space = WhitenedTransform.identity(transform)
     inputs = space.to_unbounded(X)
@@ -178,42 +169,28 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
     count = jnp.maximum(jnp.sum(usable.astype(inputs.dtype)), 1.0)
     fill = jnp.sum(jnp.where(usable[:, None], inputs, 0.0), axis=0) / count
     inputs = jnp.where(usable[:, None], inputs, fill)
-    log_densities = jnp.where(usable, log_densities, 0.0)
-    observation_variance = jnp.where(usable, observation_variance, 1.0)
-
-    def pad(values, fill):
-        return jnp.concatenate([values, jnp.full((options.budget,) + values.shape[1:], fill, values.dtype)])
-
-    inputs = pad(inputs, 0.0)
-    log_densities = pad(log_densities, 0.0)
-    observation_variance = pad(observation_variance, 1.0)
-    evaluated = jnp.arange(capacity) < num_initial
-    succeeded = pad(usable, False)
+    evaluations = Evaluations.start(inputs, log_densities, observation_variance, usable, budget)
+    padded = jnp.concatenate([inputs, jnp.zeros((budget, inputs.shape[1]), inputs.dtype)])
+    evaluations = eqx.tree_at(lambda e: e.inputs, evaluations, padded)  # masked rows at `fill`, not 0
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
-    run_key, train_key = jax.random.split(key)
+    _, train_key = jax.random.split(key)
     space, inputs, log_densities, fit, whitening_pass = fit_and_whiten(
         space,
-        inputs,
-        log_densities,
-        observation_variance,
-        succeeded,
+        evaluations.inputs,
+        evaluations.values,
+        evaluations.noise_variance,
+        evaluations.succeeded,
         train_key,
-        options,
-        num_initial=num_initial,
+        learner,
+        num_initial=evaluations.num_initial,
     )
+    evaluations = eqx.tree_at(lambda e: (e.inputs, e.values), evaluations, (inputs, log_densities))
     return SVBMCState(
-        inputs=inputs,
-        log_densities=log_densities,
-        observation_variance=observation_variance,
-        evaluated=evaluated,
-        succeeded=succeeded,
-        num_initial=jnp.asarray(num_initial, jnp.int32),
-        num_evaluations=jnp.zeros((), jnp.int32),
-        num_pending=jnp.zeros((), jnp.int32),
-        posterior=fit.posterior,
-        mixture=fit.mixture,
-        earlier_mixture=fit.mixture,
+        evaluations=evaluations,
+        surrogate=fit.posterior,
+        posterior=fit.mixture,
+        earlier_posterior=fit.mixture,
         elbo=fit.elbo,
         elbo_sd=fit.elbo_sd,
         centre=fit.centre,
@@ -223,172 +200,127 @@ def _initialise(X, y, observation_variance, key, transform, options: SVBMCOption
         probes=fit.probes,
         stuck=fit.stuck,
         hyperparameter_source=fit.hyperparameter_source,
-        history=start_history(fit.mixture, fit.elbo, fit.elbo_sd, options),
-        key_data=jax.random.key_data(run_key),
-        options=options,
+        history=start_history(fit.mixture, fit.elbo, fit.elbo_sd, learner, budget),
         noisy=noisy,
     )
 
 
+def _training_rows(learner: "SVBMC", evaluations: Evaluations):
+    rows = (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded)
+    return training_rows(rows, learner, evaluations.num_initial)
+
+
 def _acquisition(
-    state: SVBMCState, keep: Bool[Array, " C"], key: PRNGKeyArray
+    learner: "SVBMC", state: SVBMCState, keep: Bool[Array, " C"], key: PRNGKeyArray
 ) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
-    """The acquisition to maximise in the unbounded space: log a₁ for exact targets,
-    −log E_q[sinh(α s⋆)] (a monotone transform of a₂) for noisy ones (§2.11); `keep`
-    marks the training rows (`training_rows`)."""
-    options = state.options
-    kind = options.acquisition
+    """The acquisition to maximise in the inference space: log a₁ for exact targets,
+    −log E_q[sinh(α s⋆)] (a monotone transform of a₂) for noisy ones (Li et al. 2023,
+    §3.4, eqs. 1–2); `keep` marks the training rows (`training_rows`)."""
+    kind = learner.acquisition
     if kind == "auto":
         kind = "imiqr" if state.noisy else "uncertainty"
     if kind == "uncertainty":
-        return lambda u: log_prospective_uncertainty(state.posterior, state.mixture, u)
-    reference = state.mixture.sample(key, options.imiqr_reference_samples)
-    typical_noise = jnp.median(jnp.where(keep, state.observation_variance, jnp.nan)[None], axis=1)[0]
-    look_ahead_noise = jnp.where(jnp.isfinite(typical_noise), typical_noise, options.noiseless_variance)
-    return lambda u: (
+        return lambda w: log_prospective_uncertainty(state.surrogate, state.posterior, w)
+    reference = state.posterior.sample(key, learner.imiqr_reference_samples)
+    noise_variance = state.evaluations.noise_variance
+    typical_noise = jnp.median(jnp.where(keep, noise_variance, jnp.nan)[None], axis=1)[0]
+    look_ahead_noise = jnp.where(jnp.isfinite(typical_noise), typical_noise, learner.noiseless_variance)
+    return lambda w: (
         -log_expected_interquantile_range(
-            state.posterior, u, reference, look_ahead_noise, quantile=options.imiqr_quantile
+            state.surrogate, w, reference, look_ahead_noise, quantile=learner.imiqr_quantile
         )
     )
 
 
-def _ask_unbounded(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
-    """The acquisition's maximiser in u, the unbounded space before whitening, where the
-    bounds are a box: the acquisition of w = L⁻¹(u − m) is searched from mixture samples
-    and the best training points, mapped to u."""
-    options = state.options
+def _ask_unbounded(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray):
+    """(u, acquisition value): the acquisition's maximiser in u, the unbounded space before
+    whitening, where the bounds are a box. The acquisition of w = L⁻¹(u − m) is searched
+    from mixture samples and the best training points, mapped to u."""
     space = state.transform
+    evaluations = state.evaluations
     candidate_key, reference_key = jax.random.split(key)
-    keep, values, _ = training_rows(
-        (state.inputs, state.log_densities, state.observation_variance, state.succeeded), options, state.num_initial
-    )
-    acquisition = _acquisition(state, keep, reference_key)
+    keep, values, _ = _training_rows(learner, evaluations)
+    acquisition = _acquisition(learner, state, keep, reference_key)
 
     def objective(u):
         return acquisition(space.whiten(u))
 
-    num_top = min(options.num_search_starts, state.capacity)
+    num_top = min(learner.num_search_starts, evaluations.capacity)
     top_values, top_rows = jax.lax.top_k(jnp.where(keep, values, -jnp.inf), num_top)
-    # the search stays where x(u) is strictly inside the bounds: beyond, x rounds onto a bound
-    # and the evaluation would be lost (timing: 32 of 200 before)
+    # the search stays where x(u) is strictly inside the bounds: beyond, x rounds onto a
+    # bound and the evaluation would be lost
     u_min, u_max = space.bounded.unbounded_limits()
-    samples = space.unwhiten(state.mixture.sample(candidate_key, options.num_candidates))
+    samples = space.unwhiten(state.posterior.sample(candidate_key, learner.num_candidates))
     samples = jnp.clip(samples, u_min[None], u_max[None])
-    top_inputs = jnp.where(jnp.isfinite(top_values)[:, None], space.unwhiten(state.inputs[top_rows]), samples[:num_top])
+    top_inputs = jnp.where(
+        jnp.isfinite(top_values)[:, None], space.unwhiten(evaluations.inputs[top_rows]), samples[:num_top]
+    )
     candidates = jnp.concatenate([samples, top_inputs])
-    values = jax.vmap(objective)(candidates)
-    values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
-    _, start_rows = jax.lax.top_k(values, options.num_search_starts)
-    scale = jnp.sqrt(jnp.diag(space.factor @ state.mixture.covariance() @ space.factor.T))
-    search = maximise_multistart(
+    scale = jnp.sqrt(jnp.diag(space.factor @ state.posterior.covariance() @ space.factor.T))
+    search = maximise_from_candidates(
         objective,
-        candidates[start_rows],
+        candidates,
+        num_starts=learner.num_search_starts,
         scale=scale,
-        num_steps=options.search_steps,
+        num_steps=learner.search_steps,
         learning_rate=0.05,
         lower=u_min,
         upper=u_max,
     )
-    return search.x
+    return search.x, search.value
 
 
-@public_jit()
-def ask(state: SVBMCState, key: PRNGKeyArray) -> Float[Array, " D"]:
-    """The next point to evaluate, in the original space: the maximiser of the
-    acquisition (a₁ or a₂), found from mixture samples and the best training points by a
-    vmapped multi-start Adam search (SVBMC §3.4), strictly inside the bounds
-    (`BoundedTransform.unbounded_limits`) — or, for the first points of a round after a
-    retraining that was stuck (every candidate mixture found a surrogate mountain), the
-    tops of those mountains (`_training.retrain`). With `options.probe_fallback_mountain`, a
-    round that kept the last round's hyperparameters because its new mixture found a mountain
-    (not stuck) is followed by one probe, that mountain's top (`probes[0]`)."""
-    count = state.probes.shape[0]
-    fell_back = state.hyperparameter_source == LAST_ROUND
-    num_probes = jnp.where(state.stuck, count, jnp.where(fell_back & state.options.probe_fallback_mountain, 1, 0))
-    slot = jnp.minimum(state.num_pending, count - 1)
-    probing = state.num_pending < num_probes
-
-    def probe():  # in u, inside the search's limits
-        u_min, u_max = state.transform.bounded.unbounded_limits()
-        return jnp.clip(state.transform.unwhiten(state.probes[slot]), u_min, u_max)
-
-    u = jax.lax.cond(probing, probe, lambda: _ask_unbounded(state, key))
-    return state.transform.bounded.from_unbounded(u)
-
-
-def _record(state: SVBMCState, x, y, noise_sd) -> SVBMCState:
+def _record(learner: "SVBMC", state: SVBMCState, x, y, noise_sd) -> tuple[SVBMCState, Bool[Array, ""]]:
     """Store one evaluation (failed ones too) and update the sparse GP by rank-1 steps:
-    the point joins the inducing set (C.5 case 1) while the buffer has room, then the
-    observation is appended (case 2). The point joins even when Z nearly spans it [ours]:
-    the jitter ε keeps the new Cholesky pivot ≥ √ε, and only a new inducing input lowers
-    the variance floor at the point (`sparse.reducible_variance`), without which a₁ can
-    pick the same point again. A value below the trimming level enters censored at that
-    level (`_training.training_rows`)."""
-    options = state.options
-    dtype = state.inputs.dtype
+    the point joins the inducing set (Li et al. 2023, App. C.5 case 1) while there is room,
+    then the observation is appended (case 2). The point joins even where the inducing
+    inputs nearly span it: the jitter ε keeps the new Cholesky pivot ≥ √ε, and only a new
+    inducing input lowers the variance floor at the point (`sparse.reducible_variance`),
+    without which a₁ can pick the same point again. A value below the trimming level enters
+    censored at that level (`_training.training_rows`)."""
+    evaluations = state.evaluations
+    dtype = evaluations.values.dtype
     u = state.transform.to_unbounded(jnp.asarray(x, dtype))
     log_density = jnp.asarray(y, dtype) + state.transform.log_abs_det_jacobian(u)
-    variance = options.noiseless_variance if noise_sd is None else jnp.asarray(noise_sd, dtype) ** 2
+    variance = learner.noiseless_variance if noise_sd is None else jnp.asarray(noise_sd, dtype) ** 2
     variance = jnp.asarray(variance, dtype)
     good = jnp.isfinite(log_density) & jnp.all(jnp.isfinite(u)) & jnp.isfinite(variance) & (variance > 0)
-    slot = state.num_initial + state.num_evaluations
-    slot = eqx.error_if(slot, slot >= state.capacity, "svbmc.tell: the evaluation budget is exhausted.")
     safe_u = jnp.where(good, u, state.centre)
     safe_log_density = jnp.where(good, log_density, 0.0)
     safe_variance = jnp.where(good, variance, 1.0)
 
-    def update(posterior):
-        value, total = new_point_value_and_noise(state, safe_log_density, safe_variance)
-        add = ~jnp.all(posterior.inducing_mask)
+    def update(surrogate):
+        value, total = new_point_value_and_noise(evaluations, learner, safe_log_density, safe_variance)
+        add = ~jnp.all(surrogate.inducing_mask)
         # the cond skips the work in a single run; `where` keeps a vmapped run (both branches) from a full-buffer error
-        posterior = jax.lax.cond(add, lambda p: sparse.add_inducing_point(p, safe_u, where=add), lambda p: p, posterior)
-        return sparse.update(posterior, safe_u, value, total)
+        surrogate = jax.lax.cond(add, lambda p: sparse.add_inducing_point(p, safe_u, where=add), lambda p: p, surrogate)
+        return sparse.update(surrogate, safe_u, value, total)
 
-    posterior = jax.lax.cond(good, update, lambda p: p, state.posterior)
-    return eqx.tree_at(
-        lambda s: (
-            s.inputs,
-            s.log_densities,
-            s.observation_variance,
-            s.evaluated,
-            s.succeeded,
-            s.num_evaluations,
-            s.num_pending,
-            s.posterior,
-        ),
-        state,
-        (
-            state.inputs.at[slot].set(safe_u),
-            state.log_densities.at[slot].set(safe_log_density),
-            state.observation_variance.at[slot].set(safe_variance),
-            state.evaluated.at[slot].set(True),
-            state.succeeded.at[slot].set(good),
-            state.num_evaluations + 1,
-            state.num_pending + 1,
-            posterior,
-        ),
-    )
+    surrogate = jax.lax.cond(good, update, lambda p: p, state.surrogate)
+    evaluations = evaluations.record(safe_u, safe_log_density, safe_variance, good)
+    return eqx.tree_at(lambda s: (s.evaluations, s.surrogate), state, (evaluations, surrogate)), good
 
 
-def _retrain_state(state: SVBMCState) -> SVBMCState:
-    key, train_key = jax.random.split(state.key)
-    previous = Previous(Surrogate(state.posterior.kernel, state.posterior.mean), state.mixture, state.earlier_mixture)
-    num_initial = state.capacity - state.options.budget
+def _retrain(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray) -> tuple[SVBMCState, SVBMCUpdateInfo]:
+    evaluations = state.evaluations
+    surrogate = state.surrogate
+    previous = Previous(Surrogate(surrogate.kernel, surrogate.mean), state.posterior, state.earlier_posterior)
     fit = retrain(
-        state.inputs,
-        state.log_densities,
-        state.observation_variance,
-        state.succeeded,
-        train_key,
-        state.options,
-        num_initial=num_initial,
+        evaluations.inputs,
+        evaluations.values,
+        evaluations.noise_variance,
+        evaluations.succeeded,
+        key,
+        learner,
+        num_initial=evaluations.num_initial,
         previous=previous,
     )
-    return eqx.tree_at(
+    history = record_round(state.history, fit.mixture, fit.elbo, fit.elbo_sd, evaluations.num_evaluations)
+    state = eqx.tree_at(
         lambda s: (
+            s.surrogate,
             s.posterior,
-            s.mixture,
-            s.earlier_mixture,
+            s.earlier_posterior,
             s.elbo,
             s.elbo_sd,
             s.centre,
@@ -397,14 +329,12 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
             s.stuck,
             s.hyperparameter_source,
             s.history,
-            s.key_data,
-            s.num_pending,
         ),
         state,
         (
             fit.posterior,
             fit.mixture,
-            state.mixture,
+            state.posterior,
             fit.elbo,
             fit.elbo_sd,
             fit.centre,
@@ -412,151 +342,301 @@ def _retrain_state(state: SVBMCState) -> SVBMCState:
             fit.probes,
             fit.stuck,
             fit.hyperparameter_source,
-            record_round(state.history, fit.mixture, fit.elbo, fit.elbo_sd, state.num_evaluations),
-            jax.random.key_data(key),
-            jnp.zeros_like(state.num_pending),
+            history,
         ),
     )
+    return state, SVBMCUpdateInfo(fit.elbo, fit.elbo_sd, fit.hyperparameter_source, fit.stuck)
 
 
-def _round_complete(state: SVBMCState):
-    return (state.num_pending >= state.options.batch_size) | (state.num_evaluations >= state.options.budget)
+class SVBMC(AbstractActiveLearner[SVBMCState]):
+    """Sparse Variational Bayesian Monte Carlo (Li, Clarté & Acerbi 2023): Bayesian
+    inference from many existing evaluations of a log density with a sparse GP surrogate,
+    noise shaping, sparse Bayesian quadrature and a small budget of actively chosen new
+    evaluations.
 
+    The fields are the method's constants, the paper's where it gives them (§3, App. B),
+    else VBMC's (Acerbi 2018, 2020) or chosen for small CPU runs. They are static:
+    changing one recompiles. `init` fits the surrogate and the variational mixture to the
+    existing evaluations; `gpcompose.run_black_box` or `gpcompose.run_traceable` spend
+    the budget (`fit` does the whole run for a Python target); `result` reads the state.
+    """
 
-@public_jit()
-def tell(
-    state: SVBMCState, x: Float[ArrayLike, " D"], y: Float[ArrayLike, ""], noise_sd: Float[ArrayLike, ""] | None = None
-) -> SVBMCState:
-    """Record the evaluation y = log p(x) (original space; NaN/±inf marks a failed
-    evaluation, which is kept but not used), update the sparse GP by rank-1 steps, and
-    after every `batch_size` evaluations (and at the end of the budget) retrain:
-    trimming, noise shaping, hyperparameters, inducing points and mixture (§3 step 7).
-    `noise_sd` is the sd of a noisy evaluation."""
-    state = _record(state, x, y, noise_sd)
-    return jax.lax.cond(_round_complete(state), _retrain_state, lambda s: s, state)
+    # n_active: evaluations per round, each round ending in a retraining (Li et al. 2023, §3: 5)
+    batch_size: int = eqx.field(static=True, default=5)
+    # K_max, the most mixture components (Li et al. 2023, §3: 30)
+    max_components: int = eqx.field(static=True, default=30)
+    # "axis": the paper's components with a shared diagonal scale (Li et al. 2023, App. A.5); "rotated":
+    # a shared lower-triangular scale learned with the ELBO (VBMC's rotoscaling, Acerbi 2020)
+    mixture_family: Literal["axis", "rotated"] = eqx.field(static=True, default="axis")
+    # refit in the space whitened by q's mean and covariance, as VBMC does (Acerbi 2020); on
+    # because an axis-aligned mixture and quadratic mean cannot follow a correlated posterior
+    whitening: bool = eqx.field(static=True, default=True)
+    # with `whitening`, fit first in the space whitened by the Gaussian of the highest rows
+    # (`_whitening.highest_points_gaussian`), since the given space may be strongly correlated
+    highest_points_whitening: bool = eqx.field(static=True, default=True)
+    # a whitened fit is dropped if its ELBO is lower by more than this many combined BQ sds; two,
+    # so that a drop within the two estimates' noise does not decide
+    whitening_max_elbo_drop: float = eqx.field(static=True, default=2.0)
+    # whitening passes at `init`, each whitening by the q kept so far; several because a
+    # pass whitened by a poor first q leaves correlations behind
+    whitening_passes: int = eqx.field(static=True, default=3)
+    # σ²_obs of an exact target (Li et al. 2023, §3)
+    noiseless_variance: float = eqx.field(static=True, default=1e-5)
+    # trimming: β of the confidence bounds and η_trim / D (Li et al. 2023, App. B.1: 1.96 and 20)
+    trim_beta: float = eqx.field(static=True, default=1.96)
+    trim_threshold_per_dimension: float = eqx.field(static=True, default=20.0)
+    # a new evaluation below the trimming level is kept, its value raised to that level, instead
+    # of trimmed, so that the surrogate learns that q's mass there is too high
+    censor_active_evaluations: bool = eqx.field(static=True, default=True)
+    # noise shaping σ²_min, σ²_med, λ_σ and θ_σ / D (Li et al. 2023, App. B.3: 1e-3, 1, 0.05, 10)
+    shaping_minimum_variance: float = eqx.field(static=True, default=1e-3)
+    shaping_median_variance: float = eqx.field(static=True, default=1.0)
+    shaping_slope: float = eqx.field(static=True, default=0.05)
+    shaping_threshold_per_dimension: float = eqx.field(static=True, default=10.0)
+    # the exact GP's subset and its strata for the starting hyperparameters (Li et al. 2023, §3.3: 300, 5)
+    subset_size: int = eqx.field(static=True, default=300)
+    num_strata: int = eqx.field(static=True, default=5)
+    # inducing-point selection: trace tolerance and M_min (Li et al. 2023, App. B.2: 1e-5, 200);
+    # `max_inducing` None is the paper's M_max = 300 + 2√N_f
+    inducing_tolerance: float = eqx.field(static=True, default=1e-5)
+    min_inducing: int = eqx.field(static=True, default=200)
+    max_inducing: int | None = eqx.field(static=True, default=None)
+    # BFGS steps of the subset's exact-GP MAP, restarted from the start's lengthscales times
+    # each factor (the paper leaves the optimiser unstated)
+    exact_fit_steps: int = eqx.field(static=True, default=200)
+    exact_fit_lengthscale_factors: tuple[float, ...] = eqx.field(static=True, default=(1.0, 0.5, 0.25))
+    # BFGS steps of the SGPR MAP with the inducing points fixed (unstated in the paper)
+    sparse_fit_steps: int = eqx.field(static=True, default=50)
+    # the quadratic mean's scales ω_d are capped at this times the width of the high points'
+    # box, so that the mean cannot stay flat where the data fall off
+    quadratic_scale_cap: float = eqx.field(static=True, default=1.0)
+    # refit guard: a fit is rejected if its mean exceeds y_max + this·D at the training inputs or
+    # at `peak_check_samples` draws of q; VBMC bounds its quadratic mean by y_max + D (Acerbi 2018)
+    peak_tolerance_per_dimension: float = eqx.field(static=True, default=1.0)
+    peak_check_samples: int = eqx.field(static=True, default=1024)
+    # VBMC's final choice (Acerbi 2018): report the last round if its BQ sd is at most this
+    # (TolSD 0.1), else the recent round with the highest lower bound; None: always the last round
+    report_sd_tolerance: float | None = eqx.field(static=True, default=0.1)
+    # that lower bound is ELBO − this·sd, over the last this fraction of rounds (VBMC's
+    # SafeSD 5 and FracBack 0.25, Acerbi 2018)
+    report_safe_sd: float = eqx.field(static=True, default=5.0)
+    report_window_fraction: float = eqx.field(static=True, default=0.25)
+    # Adam steps per build-up stage at `init` and per retraining, and their learning rate in
+    # scale-free coordinates (the paper leaves them unstated)
+    buildup_steps: int = eqx.field(static=True, default=300)
+    round_steps: int = eqx.field(static=True, default=100)
+    learning_rate: float = eqx.field(static=True, default=0.05)
+    # the build-up stops adding components when the ELBO gains less than this (unstated in the paper)
+    buildup_tolerance: float = eqx.field(static=True, default=0.01)
+    # Monte Carlo samples of the entropy while optimising, None: PyVBMC's 100·K^{2/3}; and for
+    # the ELBO that is reported and compared
+    num_entropy_samples: int | None = eqx.field(static=True, default=None)
+    final_entropy_samples: int = eqx.field(static=True, default=16384)
+    # "auto": a₁ (uncertainty sampling) for exact targets, a₂ (IMIQR) for noisy ones (Li et al. 2023, §3.4)
+    acquisition: Literal["auto", "uncertainty", "imiqr"] = eqx.field(static=True, default="auto")
+    # IMIQR's p_α (Li et al. 2023, §3.4: 0.75) and its Monte Carlo draws of q (VBMC's estimator)
+    imiqr_quantile: float = eqx.field(static=True, default=0.75)
+    imiqr_reference_samples: int = eqx.field(static=True, default=100)
+    # the acquisition search: candidates drawn from q, the best refined by Adam from this many
+    # starts for this many steps (the paper leaves the optimiser unstated)
+    num_candidates: int = eqx.field(static=True, default=256)
+    num_search_starts: int = eqx.field(static=True, default=8)
+    search_steps: int = eqx.field(static=True, default=30)
 
+    def __check_init__(self):
+        positive = (
+            "batch_size",
+            "max_components",
+            "subset_size",
+            "num_strata",
+            "final_entropy_samples",
+            "peak_check_samples",
+            "whitening_passes",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
+        if not self.quadratic_scale_cap > 0:
+            raise ValueError(f"`quadratic_scale_cap` must be positive, got {self.quadratic_scale_cap}.")
+        factors = self.exact_fit_lengthscale_factors
+        if len(factors) == 0 or not all(factor > 0 for factor in factors):
+            raise ValueError(f"`exact_fit_lengthscale_factors` must be non-empty and positive, got {factors}.")
+        if not math.isfinite(self.whitening_max_elbo_drop):
+            drop = self.whitening_max_elbo_drop
+            raise ValueError(f"`whitening_max_elbo_drop` must be finite (a number of BQ sds), got {drop}.")
+        tolerance = self.report_sd_tolerance
+        if tolerance is not None and not (math.isfinite(tolerance) and tolerance >= 0):
+            raise ValueError(f"`report_sd_tolerance` must be None or a finite sd ≥ 0, got {tolerance}.")
+        if not (math.isfinite(self.report_safe_sd) and self.report_safe_sd >= 0):
+            raise ValueError(f"`report_safe_sd` must be a finite number of sds ≥ 0, got {self.report_safe_sd}.")
+        if not 0 < self.report_window_fraction <= 1:
+            raise ValueError(f"`report_window_fraction` must be in (0, 1], got {self.report_window_fraction}.")
+        if self.mixture_family not in ("axis", "rotated"):
+            raise ValueError(f"`mixture_family` must be 'axis' or 'rotated', got {self.mixture_family!r}.")
+        if self.acquisition not in ("auto", "uncertainty", "imiqr"):
+            raise ValueError(f"`acquisition` must be 'auto', 'uncertainty' or 'imiqr', got {self.acquisition!r}.")
 
-def _evaluate(log_density, x):
-    value = log_density(x)
-    if isinstance(value, tuple):
-        return value
-    return value, None
+    @property
+    def round_size(self) -> int:
+        """`batch_size`: the evaluations between two retrainings."""
+        return self.batch_size
 
+    def inducing_range(self, num_points: int, budget: int) -> tuple[int, int]:
+        """(M_min, M_max) = (200, 300 + 2√N_f) for a run of N_f = `budget` evaluations, both
+        capped by the number of points (Li et al. 2023, App. B.2)."""
+        maximum = self.max_inducing if self.max_inducing is not None else 300 + int(2 * math.sqrt(budget))
+        maximum = min(maximum, num_points)
+        return min(self.min_inducing, maximum), maximum
 
-@eqx.filter_jit
-def run(log_density: Callable, state: SVBMCState, key: PRNGKeyArray) -> SVBMCState:
-    """Spend the rest of the budget on a JAX-traceable `log_density` (x ↦ log p(x) or
-    (log p(x), sd)) in one compiled program: rounds of `batch_size` ask/evaluate/record
-    steps, each followed by a retraining. The n-th evaluation's point is
-    `ask(state, jax.random.fold_in(key, n))`, as in `fit`'s loop, so `run(f, init(X, y,
-    key=k₁), k₂)` is `fit(f, X, y, key=k)` with (k₁, k₂) = `jax.random.split(k)` (to
-    rounding: here f is traced). Resumes a state saved mid-round. Vmaps over seeds, each
-    seed the run `fit` would make with its key:
-    `jax.vmap(lambda k: svbmc.run(f, svbmc.init(X, y, key=jax.random.split(k)[0]),
-    jax.random.split(k)[1]))(keys)`."""
-    options = state.options
+    def entropy_samples(self) -> int:
+        """Monte Carlo samples for the entropy during optimisation: `num_entropy_samples`, or by
+        default ⌈100 K_max^{2/3}⌉ (PyVBMC's N_ent = 100·K^{2/3})."""
+        if self.num_entropy_samples is not None:
+            return self.num_entropy_samples
+        return math.ceil(100 * self.max_components ** (2 / 3))
 
-    def one_round(state):
-        start = state.num_pending
+    def init(
+        self,
+        X: Float[ArrayLike, "N D"],
+        y: Float[ArrayLike, " N"],
+        *,
+        budget: int,
+        key: PRNGKeyArray,
+        lower_bounds: Float[ArrayLike, " D"] | None = None,
+        upper_bounds: Float[ArrayLike, " D"] | None = None,
+        noise_sd: Float[ArrayLike, "*N"] | None = None,
+    ) -> SVBMCState:
+        """Start SVBMC from existing evaluations y_n = log p(X_n) (Li et al. 2023, §3,
+        steps 0–6).
 
-        def one_evaluation(index, state):
-            x = ask(state, jax.random.fold_in(key, state.num_evaluations))
-            value, sd = _evaluate(log_density, x)
-            active = (index >= start) & (state.num_evaluations < options.budget)
-            return jax.lax.cond(active, lambda s: _record(s, x, value, sd), lambda s: s, state)
+        Maps bounded coordinates to R^D (probit; the log-Jacobian is added to y), trims,
+        shapes the noise, fits the hyperparameters (exact-GP MAP on a stratified k-means
+        subset, greedy inducing points, SGPR MAP) and builds the mixture up.
 
-        return _retrain_state(jax.lax.fori_loop(0, options.batch_size, one_evaluation, state))
+        **Arguments:**
 
-    def unfinished(state):
-        return state.num_evaluations < options.budget
+        - `X` (N, D), `y` (N,): the evaluations. Rows with NaN/inf (or outside the bounds)
+          are dropped with a `RuntimeWarning` that counts them.
+        - `budget`: the number of new evaluations the run makes after `init` (N_f).
+        - `key`: PRNG key of the fits at `init`.
+        - `lower_bounds`, `upper_bounds`: optional (D,) bounds (±inf for open sides).
+        - `noise_sd`: None for exact log densities (σ²_obs = `noiseless_variance`), else the
+          sd of each initial value (scalar or (N,)); the run is then "noisy", uses the IMIQR
+          a₂, and its target returns `(value, sd)`.
 
-    return jax.lax.while_loop(unfinished, one_round, state)
+        Runs under `jax.vmap` over `key` when `X`, `y` are concrete arrays, and over `X`, `y`
+        too: traced rows cannot be dropped, so unusable ones (non-finite, or outside the
+        bounds) are kept but masked out of every fit (`evaluations.succeeded` is False for
+        them), without a warning.
+        """
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
+        X, y, variance, transform, noisy = _initial_rows(
+            X, y, noise_sd, self.noiseless_variance, lower_bounds, upper_bounds
+        )
+        return _initialise(self, X, y, variance, key, transform, budget, noisy)
 
+    @public_jit()
+    def ask(self, state: SVBMCState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], SVBMCAskInfo]:
+        """The next point to evaluate, in the original space: the maximiser of the
+        acquisition (a₁ or a₂), found from mixture samples and the best training points by
+        a vmapped multi-start Adam search (Li et al. 2023, §3.4), strictly inside the bounds
+        (`BoundedTransform.unbounded_limits`) — or, for the first points of a round after a
+        retraining that was stuck (every candidate mixture found a surrogate mountain), the
+        tops of those mountains (`_training.retrain`)."""
+        count = state.probes.shape[0]
+        in_round = state.evaluations.num_evaluations % self.batch_size
+        slot = jnp.minimum(in_round, count - 1)
+        probing = state.stuck & (in_round < count)
 
-def result(state: SVBMCState) -> SVBMCResult:
-    """The `SVBMCResult` of a (finished or unfinished) run; for one run, not a batch. Its
-    mixture and ELBO are those of the round `_report.reported_slot` picks (the last, unless
-    its ELBO is still uncertain); its surrogate is always the last round's."""
-    transform = state.transform
-    bounded = bool(np.any(np.isfinite(np.asarray(transform.lower))) or np.any(np.isfinite(np.asarray(transform.upper))))
-    history = state.history
-    slot = reported_slot(history, state.options)
-    mixture = jax.tree_util.tree_map(lambda stack: stack[slot], history.mixtures)
-    if state.options.whitening:
-        mixture = mixture.affine_image(transform.shift, transform.factor)
-    posterior = TransformedMixture(mixture, transform.bounded) if bounded else mixture
-    succeeded = np.asarray(state.succeeded)
-    inputs = np.asarray(state.inputs)[succeeded]
-    u = jnp.asarray(inputs)
-    X = transform.from_unbounded(u)
-    y = jnp.asarray(np.asarray(state.log_densities)[succeeded]) - transform.log_abs_det_jacobian(u)
-    active_phase = np.arange(succeeded.shape[0]) >= int(state.num_initial)
-    num_failed = int(np.sum(np.asarray(state.evaluated) & ~succeeded & active_phase))
-    return SVBMCResult(
-        posterior,
-        history.elbos[slot],
-        history.elbo_sds[slot],
-        history.evaluations[slot],
-        state.posterior,
-        transform,
-        X,
-        y,
-        num_failed,
-    )
+        def probe():  # in u, inside the search's limits
+            u_min, u_max = state.transform.bounded.unbounded_limits()
+            u = jnp.clip(state.transform.unwhiten(state.probes[slot]), u_min, u_max)
+            return u, jnp.full((), jnp.nan, u.dtype)
 
+        u, value = jax.lax.cond(probing, probe, lambda: _ask_unbounded(self, state, key))
+        return state.transform.bounded.from_unbounded(u), SVBMCAskInfo(value, probing)
 
-def _call_safely(log_density, x, noisy):
-    """(value, sd) of one evaluation; sd is None unless the target returned one (a failed
-    evaluation of a noisy target gets sd 1, which `tell` records but never uses)."""
-    outcome = call_black_box(log_density, x, description="svbmc.fit: log_density")
-    if isinstance(outcome, tuple):
-        return outcome
-    return outcome, (1.0 if noisy and not np.isfinite(outcome) else None)
+    @public_jit()
+    def record(
+        self,
+        state: SVBMCState,
+        x: Float[ArrayLike, " D"],
+        y: Float[ArrayLike, ""],
+        noise_sd: Float[ArrayLike, ""] | None = None,
+    ) -> tuple[SVBMCState, Bool[Array, ""]]:
+        """Store the evaluation y = log p(x) (original space; NaN/±inf marks a failed
+        evaluation, kept but never fitted) and update the sparse GP by rank-1 steps.
+        `noise_sd` is the sd of a noisy evaluation (None: σ²_obs = `noiseless_variance`)."""
+        return _record(self, state, x, y, noise_sd)
+
+    @public_jit()
+    def update(self, state: SVBMCState, key: PRNGKeyArray) -> tuple[SVBMCState, SVBMCUpdateInfo]:
+        """The retraining that ends a round (Li et al. 2023, §3 step 7): trimming, noise
+        shaping, hyperparameters, inducing points and mixture."""
+        return _retrain(self, state, key)
+
+    def result(self, state: SVBMCState) -> SVBMCResult:
+        """The `SVBMCResult` of a (finished or unfinished) run; for one run, not a batch.
+        Its mixture and ELBO are those of the round `_report.reported_slot` picks (the last,
+        unless its ELBO is still uncertain); its surrogate is always the last round's."""
+        require_single_run(state, "SVBMC")
+        transform = state.transform
+        lower, upper = np.asarray(transform.lower), np.asarray(transform.upper)
+        bounded = bool(np.any(np.isfinite(lower)) or np.any(np.isfinite(upper)))
+        history = state.history
+        slot = reported_slot(history, self)
+        mixture = jax.tree_util.tree_map(lambda stack: stack[slot], history.mixtures)
+        if self.whitening:
+            mixture = mixture.affine_image(transform.shift, transform.factor)
+        posterior = TransformedMixture(mixture, transform.bounded) if bounded else mixture
+        evaluations = state.evaluations
+        succeeded = np.asarray(evaluations.succeeded)
+        u = jnp.asarray(np.asarray(evaluations.inputs)[succeeded])
+        X = transform.from_unbounded(u)
+        y = jnp.asarray(np.asarray(evaluations.values)[succeeded]) - transform.log_abs_det_jacobian(u)
+        return SVBMCResult(
+            posterior,
+            history.elbos[slot],
+            history.elbo_sds[slot],
+            history.evaluations[slot],
+            state.surrogate,
+            transform,
+            X,
+            y,
+            int(evaluations.num_failed),
+        )
 
 
 def fit(
-    log_density: Callable,
+    log_density: Callable[[np.ndarray], float | tuple[float, float]],
     X: Float[ArrayLike, "N D"],
     y: Float[ArrayLike, " N"],
     *,
     key: PRNGKeyArray,
-    budget: int = 200,
-    batch_size: int = 5,
+    budget: int,
+    learner: SVBMC | None = None,
     lower_bounds: Float[ArrayLike, " D"] | None = None,
     upper_bounds: Float[ArrayLike, " D"] | None = None,
     noise_sd: Float[ArrayLike, "*N"] | None = None,
-    options: SVBMCOptions | None = None,
-    state: SVBMCState | None = None,
-    callback: Callable[[SVBMCState], None] | None = None,
+    callback: Callable[[Progress], None] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> SVBMCResult:
-    """Sparse Variational Bayesian Monte Carlo (Li, Clarté & Acerbi 2023) from existing
-    evaluations (`X`, `y`) of a black-box log density, with `budget` new evaluations.
+    """SVBMC (Li, Clarté & Acerbi 2023) from existing evaluations (`X`, `y`) of a black-box
+    log density, with `budget` new evaluations: `learner.init` (with the first half of
+    `jax.random.split(key)`), `gpcompose.run_black_box` (with the second) and
+    `learner.result`; `learner` defaults to `SVBMC()`.
 
     `log_density(x)` takes one point of the original space (a NumPy array) and returns
-    log p(x) or, for noisy targets, `(value, sd)`. It is called from Python between the
-    jitted `ask` and `tell`, so it need not be a JAX function; an exception or a NaN is
-    recorded as a failed evaluation and the run goes on. Pass a `state` (e.g. loaded with
-    `eqx.tree_deserialise_leaves`) to resume a run; `callback(state)` is called after
-    every evaluation (progress display, checkpoints). For a JAX-traceable target, `run`
-    does the same in one compiled program.
+    log p(x) or, for noisy targets (`noise_sd` given), `(value, sd)`. An exception, NaN or
+    ±inf is recorded as a failed evaluation and the run goes on. `callback` and
+    `checkpoint` are `run_black_box`'s; a run saved to a checkpoint resumes with
+    `gpcompose.load_checkpoint` and `run_black_box`.
     """
+    learner = SVBMC() if learner is None else learner
     init_key, loop_key = jax.random.split(key)
-    if state is None:
-        state = init(
-            X,
-            y,
-            key=init_key,
-            budget=budget,
-            batch_size=batch_size,
-            lower_bounds=lower_bounds,
-            upper_bounds=upper_bounds,
-            noise_sd=noise_sd,
-            options=options,
-        )
-    while int(state.num_evaluations) < state.options.budget:
-        x = ask(state, jax.random.fold_in(loop_key, int(state.num_evaluations)))
-        value, sd = _call_safely(log_density, np.asarray(x), state.noisy)
-        state = tell(state, x, value, sd)
-        if callback is not None:
-            callback(state)
-    return result(state)
+    state = learner.init(
+        X, y, budget=budget, key=init_key, lower_bounds=lower_bounds, upper_bounds=upper_bounds, noise_sd=noise_sd
+    )
+    state = run_black_box(learner, log_density, state, loop_key, callback=callback, checkpoint=checkpoint)
+    return learner.result(state)
