@@ -344,13 +344,14 @@ def _grow_once(context: _Context, posterior, key, mixture) -> VBMCMixture:
 
 
 def _fall_back(context: _Context, previous: Previous, key, posterior, mixture, top):
-    """(posterior, mixture, probes, stuck) of an active round whose new mixture peaked: the
-    last round's hyperparameters on inducing points selected afresh (so that the next
+    """(posterior, mixture, probes, stuck) of an active round whose new mixture peaked [ours]:
+    the last round's hyperparameters on inducing points selected afresh (so that the next
     round's points have free slots again), and the last mixture re-optimised on that sparse
-    GP with `key`. If that too peaks, the one of the last two mixtures with the higher ELBO
-    there stays (the last one can be the one that went onto the mountain), and the round is
-    stuck: the next round's first points are the tops of both rejected mixtures' mountains,
-    whose values, far below, pull the mountains down [ours]."""
+    GP with `key`. If that too peaks, the round is stuck: of the last two mixtures the one
+    with the higher ELBO on that sparse GP stays (the last one can be the one that went onto
+    the mountain). The next round's acquisitions follow that mixture and would never reach
+    either mountain, so its first two points are the mountains' tops (the highest-mean draws
+    of the rejected mixtures): their values, far below, pull the mountains down."""
     rows, options = context.rows, context.options
     last_posterior = condition_on_selected(
         previous.surrogate,
