@@ -28,8 +28,9 @@ from ..likelihoods import StudentT
 
 _NUM_PARAMETERS = 4
 OBSERVATION_TIMES = (0.075, 0.15, 0.225, 0.3, 0.4)
-# (x₀, t_s, q₀, ρ) of the thesis's synthetic data; q₀ = 20/π in its code.
 TRUE_PARAMETERS = (0.23, 0.3, 20.0 / math.pi, 0.05)
+"""(x₀, t_s, q₀, ρ) from which the synthetic observations of Naiff (2019, §7.3) are simulated
+(q₀ = 20/π in the thesis's code)."""
 _SOURCE_TIME_RANGE = 0.4  # t_s ~ U(0, 0.4)
 _SOURCE_STRENGTH_SCALE = 10.0  # q₀ ~ HalfCauchy(10)
 _SOURCE_WIDTH_SCALE = 0.1  # ρ ~ HalfCauchy(0.1)
