@@ -4,10 +4,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._observations import observed_box
-from ..gp import ExactPosterior
+from .._posterior_interface import AbstractGaussianPosterior
 from ..mixtures import GaussianMixture
 from ..quadrature import maximise_elbo
-from ..sparse import SparsePosterior
 from ._relbo import fit_component
 from ._reweight import add_and_prune
 from ._weight import solve_weight, weight_problem
@@ -22,7 +21,7 @@ class BoostingState(eqx.Module):
     """
 
     mixture: GaussianMixture
-    surrogate: ExactPosterior | SparsePosterior
+    surrogate: AbstractGaussianPosterior
     num_steps: Int[Array, ""]
 
 
@@ -127,12 +126,12 @@ class Boosting(eqx.Module):
         if self.joint_update_every < 0:
             raise ValueError(f"`joint_update_every` must be ≥ 0 (0: never), got {self.joint_update_every}.")
 
-    def init(self, surrogate: ExactPosterior | SparsePosterior, mixture: GaussianMixture) -> BoostingState:
+    def init(self, surrogate: AbstractGaussianPosterior, mixture: GaussianMixture) -> BoostingState:
         """The state at the initial mixture q₀ (with free slots for the components to
         come) against the GP `surrogate` of the log density."""
-        if not isinstance(surrogate, (ExactPosterior, SparsePosterior)):
+        if not isinstance(surrogate, AbstractGaussianPosterior):
             raise ValueError(
-                f"`surrogate` must be an ExactPosterior or a SparsePosterior, got {type(surrogate).__name__}."
+                f"`surrogate` must be a Gaussian posterior (exact or sparse GP), got {type(surrogate).__name__}."
             )
         if not isinstance(mixture, GaussianMixture):
             raise ValueError(f"`mixture` must be a GaussianMixture, got {type(mixture).__name__}.")
@@ -141,7 +140,7 @@ class Boosting(eqx.Module):
             raise ValueError(f"`mixture` has dimension {mixture.dimension} but `surrogate` has {dimension}.")
         return BoostingState(mixture, surrogate, jnp.zeros((), jnp.int32))
 
-    def bounds(self, surrogate: ExactPosterior | SparsePosterior):
+    def bounds(self, surrogate: AbstractGaussianPosterior):
         """The box of the GP's training inputs that the components keep to (None if not `bounded`)."""
         return observed_box(surrogate.observations) if self.bounded else None
 
