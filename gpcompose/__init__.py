@@ -1,8 +1,8 @@
 """gpcompose: composable, pure-JAX transforms for Gaussian-process inference."""
 
 from . import aaci as aaci
-from . import active_learning as active_learning
 from . import acquisition as acquisition
+from . import active_learning as active_learning
 from . import bo as bo
 from . import boosting as boosting
 from . import bounded as bounded

@@ -72,5 +72,7 @@ def test_gibbs_transform_matrix(getkey):
     sampler32 = Gibbs(
         gpcompose.kernels.SquaredExponential(float32(0.8), float32(1.5)), StudentT(float32(3.0), float32(0.5))
     )
-    _, infos32 = gpcompose.run(sampler32, sampler32.init(X.astype(float32), key=getkey()), getkey(), 5, y.astype(float32))
+    _, infos32 = gpcompose.run(
+        sampler32, sampler32.init(X.astype(float32), key=getkey()), getkey(), 5, y.astype(float32)
+    )
     assert infos32.latent.dtype == jnp.float32 and np.all(np.isfinite(infos32.latent))

@@ -1,6 +1,5 @@
 from typing import Literal, get_args
 
-import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
