@@ -18,7 +18,7 @@ from gpcompose import acquisition, boosting, bvbmc, gp, kernels, mixtures, quadr
 from gpcompose.active_learning import Checkpoint, load_checkpoint, run_black_box, run_traceable, save_checkpoint
 from gpcompose.benchmarks.metrics import gskl
 from gpcompose.bvbmc._learner import refit_surrogate
-from gpcompose.bvbmc._surrogate import initial_prior, output_scaling, prior_constant, raw_units_posterior
+from gpcompose.bvbmc._surrogate import initial_prior, raw_units_posterior
 
 MEAN = jnp.array([0.5, -1.0])
 SD = jnp.array([1.0, 0.6])
@@ -97,20 +97,35 @@ def test_log_space_acquisitions_match_their_direct_formulae(getkey):
     np.testing.assert_allclose(regulariser, np.where(k < 0.1, 1.0 - 0.1 / k, 0.0), rtol=1e-12)
 
 
-@pytest.mark.parametrize("mean_kind", ["constant", "negative_quadratic"])
-@pytest.mark.parametrize("scaling", ["normalize", "zeromax"])
-def test_raw_units_surrogate_is_the_rescaled_gp_of_the_scaled_outputs(getkey, scaling, mean_kind):
+def test_alternations_pick_an_acquisition_index():
+    """Cyclic: evaluations so far mod the number of acquisitions; random: uniform, from `key`."""
+    key = jax.random.key(0)
+    assert [int(bvbmc.CyclicAlternation()(3, jnp.asarray(n), key)) for n in range(12, 16)] == [0, 1, 2, 0]
+    drawn = [int(bvbmc.RandomAlternation()(3, jnp.asarray(12), k)) for k in jax.random.split(key, 30)]
+    assert set(drawn) == {0, 1, 2}
+
+
+@pytest.mark.parametrize(
+    "mean", [bvbmc.ConstantPriorMean(), bvbmc.NegativeQuadraticPriorMean()], ids=["constant", "negative_quadratic"]
+)
+@pytest.mark.parametrize("scaling", [bvbmc.Normalize(), bvbmc.ZeroMax()], ids=["normalize", "zeromax"])
+def test_raw_units_surrogate_is_the_rescaled_gp_of_the_scaled_outputs(getkey, scaling, mean):
     X = jax.random.normal(getkey(), (10, 2))
     y = -3.0 * jnp.sum(X**2, axis=1) + 40.0
     mask = jnp.ones(10, bool)
-    options = bvbmc.BVBMC(scaling=scaling, mean=mean_kind)
-    shift, scale = output_scaling(y, mask, scaling)
-    if scaling == "normalize":
+    options = bvbmc.BVBMC(scaling=scaling, mean=mean)
+    shift, scale = scaling(y, mask)
+    if isinstance(scaling, bvbmc.Normalize):
         np.testing.assert_allclose([shift, scale], [np.mean(y), np.std(np.asarray(y), ddof=1)], rtol=1e-12)
     else:
         np.testing.assert_allclose([shift, scale], [np.max(y), 1.0], rtol=1e-12)
     scaled = (y - shift) / scale
-    np.testing.assert_allclose(prior_constant(scaled, mask, options), 2 * jnp.min(scaled) - jnp.max(scaled))
+    np.testing.assert_allclose(mean.constant(scaled, mask), 2 * jnp.min(scaled) - jnp.max(scaled))
+    # eq. 6.11 with K_C = 2, and a C fixed in scaled units
+    np.testing.assert_allclose(
+        bvbmc.ConstantPriorMean(offset=2.0).constant(scaled, mask), 3 * jnp.min(scaled) - 2 * jnp.max(scaled)
+    )
+    np.testing.assert_array_equal(bvbmc.ConstantPriorMean(value=-20.0).constant(scaled, mask), -20.0)
     assert isinstance(initial_prior(X, scaled, mask, None, options)[0], kernels.ProductMatern)  # the default
     prior = initial_prior(X, scaled, mask, KERNEL, options)
     raw = raw_units_posterior(prior, X, y, mask, shift, scale, options)
@@ -238,8 +253,12 @@ def test_bad_input_raises_value_errors():
         bvbmc.BVBMC(acquisitions=("prop", "ei"))
     with pytest.raises(ValueError, match="acquisitions"):
         bvbmc.BVBMC(acquisitions=())
-    with pytest.raises(ValueError, match="scaling"):
+    with pytest.raises(ValueError, match="`scaling` must be a bvbmc.AbstractOutputScaling"):
         bvbmc.BVBMC(scaling="standardise")
+    with pytest.raises(ValueError, match="`mean` must be a bvbmc.AbstractPriorMean"):
+        bvbmc.BVBMC(mean=bvbmc.ZeroMax())
+    with pytest.raises(ValueError, match="`alternation` must be a bvbmc.AbstractAlternation"):
+        bvbmc.BVBMC(alternation="cyclic")
     with pytest.raises(ValueError, match="boosting"):
         bvbmc.BVBMC(boosting=None)
     with pytest.raises(ValueError, match="at least 2"), pytest.warns(RuntimeWarning, match="dropped 1"):

@@ -4,7 +4,6 @@ fixed-capacity buffers, driven by `gpcompose.run_black_box` or `gpcompose.run_tr
 import dataclasses
 import warnings
 from collections.abc import Callable
-from typing import Literal
 
 import equinox as eqx
 import jax
@@ -22,8 +21,11 @@ from ..kernels import AbstractKernel
 from ..mixtures import GaussianMixture
 from ..quadrature import elbo
 from ._acquisitions import AbstractLogBMCAcquisition, MomentMatchedLogTransform, Prospective
+from ._alternation import AbstractAlternation, RandomAlternation
+from ._prior_mean import AbstractPriorMean, ConstantPriorMean
+from ._scaling import AbstractOutputScaling, Normalize
 from ._state import BVBMCAskInfo, BVBMCResult, BVBMCState
-from ._surrogate import fit_prior, initial_prior, output_scaling, raw_units_posterior, scaled_prediction
+from ._surrogate import fit_prior, initial_prior, raw_units_posterior, scaled_prediction
 
 
 def _check_initial(X, y, traced: bool):
@@ -74,14 +76,12 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
 
     # Mixture slots: the most components q can hold at once [ours].
     max_components: int = eqx.field(static=True, default=30)
-    # Output scaling before the GP fit: normalize (mean, sd) or zeromax (max, 1) (thesis §6.1.1.2).
-    scaling: Literal["normalize", "zeromax"] = eqx.field(static=True, default="normalize")
-    # Prior mean: a fixed constant C (thesis §6.1.2) or a fitted negative quadratic [ours].
-    mean: Literal["constant", "negative_quadratic"] = eqx.field(static=True, default="constant")
-    # K_C of C = ỹ_min − K_C (ỹ_max − ỹ_min) (thesis eq. 6.11).
-    mean_offset: float = eqx.field(static=True, default=1.0)
-    # A fixed C in scaled units instead of eq. 6.11 (e.g. −20 with zeromax, as the thesis's code allows).
-    mean_constant: float | None = eqx.field(static=True, default=None)
+    # The (shift, scale) of the outputs before the GP fit; `Normalize` (mean, sd) is the thesis's default,
+    # `ZeroMax` (max, 1) its alternative (§6.1.1.2).
+    scaling: AbstractOutputScaling = Normalize()
+    # The GP's prior mean; the default is the thesis's fixed constant C below the data (eq. 6.11, §6.1.2),
+    # `NegativeQuadraticPriorMean` a fitted negative quadratic [ours].
+    mean: AbstractPriorMean = ConstantPriorMean()
     # Noise variance of the GP in normalised units: a jitter, the evaluations being exact (thesis §6.1.1.2).
     jitter: float = eqx.field(static=True, default=1e-4)
     # BFGS steps of the ML-II fit of the kernel [ours; the thesis's code uses Adam].
@@ -90,8 +90,9 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
     refit_every: int = eqx.field(static=True, default=0)
     # The acquisitions alternated between iterations; PROP and MMLT as in the thesis's experiments (§7.2).
     acquisitions: tuple[AbstractLogBMCAcquisition, ...] = (Prospective(), MomentMatchedLogTransform())
-    # How the acquisition of an iteration is chosen: uniformly at random (the thesis) or in turn.
-    alternation: Literal["random", "cyclic"] = eqx.field(static=True, default="random")
+    # How each iteration picks one of `acquisitions`: uniformly at random by default, as in the thesis's
+    # experiments (§7.2), or in turn with `CyclicAlternation`.
+    alternation: AbstractAlternation = RandomAlternation()
     # v_reg of the variance regulariser multiplied into every acquisition (thesis §7.2 toy problems).
     variance_threshold: float = eqx.field(static=True, default=0.1)
     # Draws of q that seed the acquisition search (the thesis's code's "sampling").
@@ -120,12 +121,16 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
         if self.refit_every < 0:
             raise ValueError(f"`refit_every` must be ≥ 0 (0: never), got {self.refit_every}.")
-        if self.scaling not in ("normalize", "zeromax"):
-            raise ValueError(f"`scaling` must be 'normalize' or 'zeromax', got {self.scaling!r}.")
-        if self.mean not in ("constant", "negative_quadratic"):
-            raise ValueError(f"`mean` must be 'constant' or 'negative_quadratic', got {self.mean!r}.")
-        if self.alternation not in ("random", "cyclic"):
-            raise ValueError(f"`alternation` must be 'random' or 'cyclic', got {self.alternation!r}.")
+        choices = (
+            ("scaling", AbstractOutputScaling, "`bvbmc.Normalize()` or `bvbmc.ZeroMax()`"),
+            ("mean", AbstractPriorMean, "`bvbmc.ConstantPriorMean(...)` or `bvbmc.NegativeQuadraticPriorMean()`"),
+            ("alternation", AbstractAlternation, "`bvbmc.RandomAlternation()` or `bvbmc.CyclicAlternation()`"),
+        )
+        for name, base, examples in choices:
+            if not isinstance(getattr(self, name), base):
+                raise ValueError(
+                    f"`{name}` must be a bvbmc.{base.__name__} (e.g. {examples}), got {getattr(self, name)!r}."
+                )
         acquisitions = self.acquisitions
         if not isinstance(acquisitions, tuple) or not acquisitions:
             raise ValueError(f"`acquisitions` must be a non-empty tuple of acquisitions, got {acquisitions!r}.")
@@ -153,8 +158,8 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
     ) -> BVBMCState:
         """Start BVBMC from initial evaluations y_n = log ḡ(X_n) (Alg. 3 lines 1–6).
 
-        Scales the outputs (`scaling`), fixes the prior mean (eq. 6.11), fits the kernel by
-        ML-II once, conditions the GP (in raw units) and fits the first component
+        Scales the outputs (`scaling`), starts the prior `mean` (eq. 6.11 by default), fits
+        the kernel by ML-II once, conditions the GP (in raw units) and fits the first component
         q₀ = N(μ₀, Σ₀) by maximising the surrogate ELBO from the mean and variance of the
         initial points (§6.1.1.3, option 2), with `key`.
 
@@ -188,11 +193,8 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         return value
 
     def acquisition_index(self, state: BVBMCState, key: PRNGKeyArray):
-        """Which acquisition this iteration uses: uniformly random, or cyclic (iteration mod n)."""
-        count = len(self.acquisitions)
-        if self.alternation == "cyclic":
-            return state.evaluations.num_evaluations % count
-        return jax.random.randint(key, (), 0, count)
+        """Which acquisition this iteration uses: the index `alternation` picks, with `key`."""
+        return self.alternation(len(self.acquisitions), state.evaluations.num_evaluations, key)
 
     @public_jit()
     def ask(self, state: BVBMCState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], BVBMCAskInfo]:
@@ -295,7 +297,7 @@ def _initialise(learner: BVBMC, X, y, key, budget: int) -> BVBMCState:
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
     _, joint_key = jax.random.split(key)
-    shift, scale = output_scaling(log_densities, evaluated, learner.scaling)
+    shift, scale = learner.scaling(log_densities, evaluated)
     scaled = jnp.where(evaluated, (log_densities - shift) / scale, 0.0)
     prior = initial_prior(inputs, scaled, evaluated, learner.kernel, learner)
     prior = fit_prior(prior, inputs, scaled, evaluated, learner)

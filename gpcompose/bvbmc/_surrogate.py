@@ -8,33 +8,12 @@ from jaxtyping import Array, Bool, Float
 
 from .. import gp
 from .._maximise import maximise
-from .._standardise import location_and_scale
 from ..kernels import AbstractKernel, ProductMatern
-from ..means import AbstractMean, Constant, NegativeQuadratic
-from ..parameters import Fixed, Positive
+from ..means import AbstractMean
+from ..parameters import Positive
 
 if TYPE_CHECKING:
     from ._learner import BVBMC
-
-
-def output_scaling(
-    y: Float[Array, " C"], mask: Bool[Array, " C"], scaling: str
-) -> tuple[Float[Array, ""], Float[Array, ""]]:
-    """(shift, scale) with ỹ = (y − shift)/scale: normalize (mean, unbiased sd) or
-    zeromax (max, 1) over the used rows (§6.1.1.2)."""
-    if scaling == "zeromax":
-        return jnp.max(jnp.where(mask, y, -jnp.inf)), jnp.ones((), y.dtype)
-    return location_and_scale(y, mask, ddof=1)
-
-
-def prior_constant(scaled: Float[Array, " C"], mask: Bool[Array, " C"], learner: "BVBMC") -> Float[Array, ""]:
-    """The fixed prior mean C in scaled units: `mean_constant` if given, else
-    C = ỹ_min − K_C (ỹ_max − ỹ_min) (eq. 6.11)."""
-    if learner.mean_constant is not None:
-        return jnp.asarray(learner.mean_constant, scaled.dtype)
-    high = jnp.max(jnp.where(mask, scaled, -jnp.inf))
-    low = jnp.min(jnp.where(mask, scaled, jnp.inf))
-    return low - learner.mean_offset * (high - low)
 
 
 def initial_prior(
@@ -43,21 +22,17 @@ def initial_prior(
     """Starting kernel and mean for ML-II in scaled units.
 
     Kernel (unless given): product Matérn-5/2 with outputscale −C/2 (the reference code's
-    start when C < 0, else 1) and lengthscales the sd of the used inputs [ours; the code
-    starts at 1]. Mean: the fixed constant C, or the negative quadratic with maximum
-    ỹ_max, centre the best input and scales the input sd (all fitted).
+    start when C < 0, else 1; C from `learner.mean`) and lengthscales the sd of the used
+    inputs [ours; the code starts at 1]. Mean: `learner.mean`'s start (`AbstractPriorMean.initial`).
     """
     weights = mask.astype(X.dtype) / jnp.sum(mask.astype(X.dtype))
     centre = weights @ X
     spread = jnp.sqrt(jnp.maximum(weights @ (X - centre[None, :]) ** 2, 1e-12))
-    constant = prior_constant(scaled, mask, learner)
+    constant = learner.mean.constant(scaled, mask)
     if kernel is None:
         outputscale = jnp.where(constant < 0, -0.5 * constant, 1.0)
         kernel = ProductMatern(2.5, lengthscale=Positive(spread), variance=Positive(outputscale))
-    if learner.mean == "constant":
-        return kernel, Constant(Fixed(constant))
-    best = X[jnp.argmax(jnp.where(mask, scaled, -jnp.inf))]
-    return kernel, NegativeQuadratic(jnp.max(jnp.where(mask, scaled, -jnp.inf)), best, Positive(spread))
+    return kernel, learner.mean.initial(X, scaled, mask, spread)
 
 
 def _log_evidence(prior, data):
@@ -102,12 +77,7 @@ def raw_units_posterior(
     work in raw units with no further rescaling."""
     kernel, mean = prior
     raw_kernel = (scale**2) * kernel
-    if isinstance(mean, Constant):
-        raw_mean = Constant(Fixed(scale * mean.constant.value + shift))
-    else:
-        raw_mean = NegativeQuadratic(
-            scale * mean.maximum.value + shift, mean.location.value, Positive(mean.scale.value / jnp.sqrt(scale))
-        )
+    raw_mean = learner.mean.raw_units(mean, shift, scale)
     noise = jnp.asarray(learner.jitter, X.dtype) * scale**2
     return gp.condition(raw_kernel, raw_mean, X, y, noise, mask=mask)
 
