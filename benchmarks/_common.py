@@ -174,6 +174,16 @@ def timed_steingp_fit(X, y, X_test, y_test, seed, **fit_options):
 # --------------------------------------------------------------------------- output files
 
 
+def strong_types(tree):
+    """`tree` with weakly typed array leaves (from Python numbers) made strong, so that the state a
+    jitted step returns has exactly the types of the state it received and the step compiles once."""
+
+    def strong(leaf):
+        return jnp.asarray(leaf, dtype=leaf.dtype) if isinstance(leaf, jax.Array) else leaf
+
+    return jax.tree.map(strong, tree)
+
+
 def code_version() -> str:
     """The commit the run used, with "+changes" if gpcompose/ or benchmarks/ differ from it."""
 

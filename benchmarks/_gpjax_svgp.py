@@ -21,9 +21,9 @@ import equinox as eqx
 import gpjax
 import optax
 import paramax
+from _common import strong_types
 
 import gpcompose
-from gpcompose.aaci._natural_step import strong_types
 from gpcompose.parameters import Fixed
 
 

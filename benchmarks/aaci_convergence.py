@@ -64,16 +64,11 @@ import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from _common import add_aaci_dirs, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
+from _common import add_aaci_dirs, agg_pyplot, save_figure, strong_types, utc_timestamp, write_json  # noqa: E402
 
 import gpcompose  # noqa: E402
-from gpcompose._select import select_tree  # noqa: E402
 from gpcompose.aaci import SVI, AACIState, NaturalGaussian  # noqa: E402
-from gpcompose.aaci._natural_step import strong_types  # noqa: E402
-from gpcompose.aaci._variational import inducing_factor, project  # noqa: E402
-from gpcompose.likelihoods._base import gaussian_expectation_nodes  # noqa: E402
 from gpcompose.parameters import Fixed, log_prior, partition  # noqa: E402
-from gpcompose.svbmc._subset import lloyd, seed_centres  # noqa: E402
 
 METHODS = ("aaci_svi", "svgp_adam", "svgp_natgrad", "gpjax_svgp_adam")
 LABELS = {
@@ -119,10 +114,8 @@ def load(data_dir, problem, max_points, seed):
 
 
 def kmeans(key, X, num_centres, num_iterations=20):
-    """k-means++ seeding then Lloyd iterations on all rows of `X`."""
-    members = jnp.ones((X.shape[0],), bool)
-    centres = seed_centres(key, X, members, num_centres)
-    return lloyd(X, members, centres, jnp.ones((num_centres,), bool), num_iterations)
+    """k-means++ seeding then Lloyd iterations on all rows of `X` (`gpcompose.sparse.kmeans`)."""
+    return gpcompose.sparse.kmeans(key, X, num_centres, num_iterations=num_iterations)
 
 
 def initial_model(X, likelihood_name, key):
@@ -140,21 +133,25 @@ def minibatch(key, X, y, batch_size):
 
 
 def whitened_marginals(model, Z, X, mean, covariance_factor):
-    """q(f_i) moments with v ~ N(m, L Lᵀ): μ₀(x_i) + A_i m and k_ii − ‖A_i‖² + ‖A_i L‖²."""
+    """q(f_i) moments with v ~ N(m, L Lᵀ) the whitened inducing values (u = μ₀(Z) + chol(K_ZZ) v):
+    μ₀(x_i) + A_i m and k_ii − ‖A_i‖² + ‖A_i L‖², A = K_XZ chol(K_ZZ)⁻ᵀ (Titsias 2009; Hensman et al. 2015)."""
     kernel, _, prior_mean = model
-    projection = project(kernel, prior_mean, Z, inducing_factor(kernel, Z), X)
-    f_mean = projection.prior_mean + projection.matrix @ mean
-    f_variance = projection.residual_variance + jnp.sum((projection.matrix @ covariance_factor) ** 2, axis=1)
+    gram = kernel.gram(Z)
+    jitter = 1e-10 * jnp.mean(jnp.diagonal(gram))  # gpcompose's first jitter for float64
+    lower = jnp.linalg.cholesky(gram + jitter * jnp.eye(Z.shape[0], dtype=gram.dtype))
+    projection = jax.scipy.linalg.solve_triangular(lower, kernel.cross(Z, X), lower=True).T
+    residual_variance = jnp.maximum(kernel.diagonal(X) - jnp.sum(projection**2, axis=1), 0.0)
+    f_mean = prior_mean(X) + projection @ mean
+    f_variance = residual_variance + jnp.sum((projection @ covariance_factor) ** 2, axis=1)
     return f_mean, f_variance
 
 
 def standard_elbo(model, Z, X, y, scale, mean, covariance_factor):
-    """(N/|B|) Σ_B E_q log p(y_i | f_i) − KL[N(m, L Lᵀ) ‖ N(0, I)], E_q by 20-node Gauss–Hermite;
-    KL = ½ (‖L‖²_F + mᵀm − M − 2 Σ log |L_jj|)."""
+    """(N/|B|) Σ_B E_q log p(y_i | f_i) − KL[N(m, L Lᵀ) ‖ N(0, I)], E_q by the likelihood's
+    `expected_log_prob` (Gauss–Hermite); KL = ½ (‖L‖²_F + mᵀm − M − 2 Σ log |L_jj|)."""
     likelihood = model[1]
     f_mean, f_variance = whitened_marginals(model, Z, X, mean, covariance_factor)
-    nodes, log_weights = gaussian_expectation_nodes(f_mean, f_variance)
-    expected = jnp.sum(jnp.exp(log_weights) * likelihood.log_prob(y[:, None], nodes), axis=-1)
+    expected = likelihood.expected_log_prob(y, f_mean, f_variance)
     diagonal = jnp.diagonal(covariance_factor)
     kl = 0.5 * (
         jnp.sum(covariance_factor**2) + jnp.sum(mean**2) - mean.shape[0] - 2 * jnp.sum(jnp.log(jnp.abs(diagonal)))
@@ -257,7 +254,7 @@ def svgp_natgrad(model, Z, X, y, batch_size, learning_rate, gamma_start=1e-5, ga
         proposal = (linear + state.gamma * first, quadratic + state.gamma * second)
         new_mean, new_covariance, valid = moments(proposal)
         valid = valid & jnp.all(jnp.isfinite(new_mean))
-        natural = select_tree(valid, proposal, state.variational)
+        natural = jax.tree.map(lambda new, old: jnp.where(valid, new, old), proposal, state.variational)
         gamma = jnp.where(valid, jnp.minimum(state.gamma * 10**0.1, gamma_max), state.gamma * 1e-3)
         new_mean, new_covariance, _ = moments(natural)
         factor = jnp.linalg.cholesky(new_covariance)

@@ -1,11 +1,14 @@
-"""Stratified k-means subset (SVBMC §3.3, App. B.2)."""
+"""k-means (`sparse.kmeans`) and the stratified k-means subset of SVBMC (§3.3, App. B.2)."""
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
-from gpcompose.svbmc._subset import stratified_kmeans_subset
+import gpcompose
+
+from gpcompose.svbmc import stratified_kmeans_subset
 
 
 def strata_of(y, mask, num_strata):
@@ -89,3 +92,28 @@ def test_float32(getkey):
     y = jax.random.normal(getkey(), (80,), jnp.float32)
     indices, subset_mask = subset(getkey(), X, y, jnp.ones(80, bool))
     assert np.all(subset_mask) and np.unique(np.asarray(indices)).size == SIZE
+
+
+def test_kmeans_finds_separated_clusters_and_respects_mask_and_active():
+    """`sparse.kmeans` recovers the means of three well-separated clusters; rows outside
+    `mask` do not move the centres; an inactive slot keeps its k-means++ seed, a member row."""
+    key = jax.random.key(3)
+    means = jnp.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    X = jnp.repeat(means, 50, axis=0) + 0.1 * jax.random.normal(key, (150, 2))
+    centres = gpcompose.sparse.kmeans(jax.random.key(0), X, 3)
+    order = np.lexsort(np.asarray(centres).T[::-1])
+    expected = [np.asarray(X[50 * k : 50 * (k + 1)]).mean(axis=0) for k in (0, 2, 1)]
+    np.testing.assert_allclose(np.asarray(centres)[order], expected, atol=1e-12)
+
+    far = jnp.concatenate([X, jnp.full((10, 2), 1e3)])
+    mask = jnp.arange(160) < 150
+    masked = gpcompose.sparse.kmeans(jax.random.key(0), far, 3, mask=mask)
+    np.testing.assert_allclose(np.sort(np.asarray(masked), axis=0), np.sort(np.asarray(centres), axis=0), atol=1e-12)
+
+    active = jnp.array([True, True, False])
+    partial = gpcompose.sparse.kmeans(jax.random.key(0), X, 3, active=active, num_iterations=5)
+    assert np.any(np.all(np.asarray(X) == np.asarray(partial[2]), axis=1))
+    with pytest.raises(ValueError, match="`active` must have shape"):
+        gpcompose.sparse.kmeans(jax.random.key(0), X, 3, active=jnp.ones((2,), bool))
+    with pytest.raises(ValueError, match="`num_centres` must be a positive"):
+        gpcompose.sparse.kmeans(jax.random.key(0), X, 0)

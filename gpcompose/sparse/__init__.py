@@ -1,6 +1,8 @@
 """Sparse (SGPR) posterior with heteroskedastic noise: condition, predict, collapsed
-ELBO, rank-1 updates (new observation; new inducing point) and look-ahead variance."""
+ELBO, rank-1 updates (new observation; new inducing point), look-ahead variance, and the
+choice of inducing inputs (greedy variance selection, k-means)."""
 
+from ._kmeans import kmeans as kmeans
 from ._objectives import elbo as elbo
 from ._posterior import INDUCING_JITTER as INDUCING_JITTER
 from ._posterior import SparsePosterior as SparsePosterior

@@ -12,67 +12,13 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .._jit import public_jit
 from .._validation import check_inputs, check_targets
+from ..sparse import kmeans
 
 
 def centres_per_stratum(size: int, num_strata: int) -> list[int]:
     """`size` centres split as evenly as possible; the highest strata get the remainder."""
     base, remainder = divmod(size, num_strata)
     return [base + (stratum >= num_strata - remainder) for stratum in range(num_strata)]
-
-
-def assignment_distances(X: Float[Array, "N D"], centres: Float[Array, "K D"]) -> Float[Array, "N K"]:
-    """‖x_n − c_k‖² through the expansion ‖x‖² − 2 xᵀc + ‖c‖² (X is centred by the caller): for
-    nearest-centre assignment, where its rounding near coincident points does not matter; kernels
-    use the accurate `kernels.squared_distances`."""
-    cross = X @ centres.T
-    return jnp.sum(X**2, axis=1)[:, None] - 2 * cross + jnp.sum(centres**2, axis=1)[None, :]
-
-
-def seed_centres(
-    key: PRNGKeyArray, X: Float[Array, "N D"], members: Bool[Array, " N"], num_slots: int
-) -> Float[Array, "K D"]:
-    """k-means++ seeding (Arthur & Vassilvitskii 2007): each centre is a member drawn with
-    probability ∝ its squared distance to the nearest centre so far (uniformly for the
-    first one, or when every member already coincides with a centre)."""
-
-    def add(nearest, key):
-        weights = jnp.where(members, nearest, 0.0)
-        total = jnp.sum(weights)
-        use_distances = jnp.isfinite(total) & (total > 0)
-        logits = jnp.where(
-            use_distances,
-            jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf),
-            jnp.where(members, 0.0, -jnp.inf),
-        )
-        centre = X[jax.random.categorical(key, logits)]
-        return jnp.minimum(nearest, jnp.sum((X - centre[None, :]) ** 2, axis=1)), centre
-
-    start = jnp.full((X.shape[0],), jnp.inf, X.dtype)
-    _, centres = lax.scan(add, start, jax.random.split(key, num_slots))
-    return centres
-
-
-def lloyd(
-    X: Float[Array, "N D"],
-    members: Bool[Array, " N"],
-    centres: Float[Array, "K D"],
-    active: Bool[Array, " K"],
-    num_iterations: int,
-) -> Float[Array, "K D"]:
-    """Lloyd iterations on the member rows: assign each to its nearest active centre, move
-    each centre to the mean of its rows (a centre with no rows stays where it is)."""
-    num_slots = centres.shape[0]
-
-    def iterate(_, centres):
-        distances = jnp.where(active[None, :], assignment_distances(X, centres), jnp.inf)
-        assignment = jnp.argmin(distances, axis=1)
-        membership = (assignment[:, None] == jnp.arange(num_slots)[None, :]) & members[:, None]
-        counts = jnp.sum(membership, axis=0)
-        sums = membership.T.astype(X.dtype) @ X
-        means = sums / jnp.maximum(counts, 1)[:, None].astype(X.dtype)
-        return jnp.where(counts[:, None] > 0, means, centres)
-
-    return lax.fori_loop(0, num_iterations, iterate, centres)
 
 
 def nearest_distinct_rows(
@@ -155,8 +101,9 @@ def stratified_kmeans_subset(
 
         def cluster(stratum_key, stratum, stratum_active):
             members = strata == stratum
-            seeds = seed_centres(stratum_key, centred, members, num_slots)
-            return lloyd(centred, members, seeds, stratum_active, num_iterations)
+            return kmeans(
+                stratum_key, centred, num_slots, mask=members, active=stratum_active, num_iterations=num_iterations
+            )
 
         stratum_ids = jnp.arange(num_strata)
         centres = jax.vmap(cluster)(jax.random.split(key, num_strata), stratum_ids, active)

@@ -1,0 +1,92 @@
+"""k-means centres (k-means++ seeding, then Lloyd iterations): the usual initial inducing
+inputs of a sparse GP (Hensman et al. 2015), and the clustering step of SVBMC's stratified
+subset (Li, Clarté & Acerbi 2023, §3.3)."""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
+
+from .._jit import public_jit
+from .._validation import check_inputs
+
+
+def assignment_distances(X: Float[Array, "N D"], centres: Float[Array, "K D"]) -> Float[Array, "N K"]:
+    """‖x_n − c_k‖² through the expansion ‖x‖² − 2 xᵀc + ‖c‖² (X is centred by the caller): for
+    nearest-centre assignment, where its rounding near coincident points does not matter; kernels
+    use the accurate `kernels.squared_distances`."""
+    cross = X @ centres.T
+    return jnp.sum(X**2, axis=1)[:, None] - 2 * cross + jnp.sum(centres**2, axis=1)[None, :]
+
+
+def _seed_centres(key: PRNGKeyArray, X: Float[Array, "N D"], members: Bool[Array, " N"], num_slots: int):
+    """k-means++ seeding (Arthur & Vassilvitskii 2007): each centre is a member drawn with
+    probability ∝ its squared distance to the nearest centre so far (uniformly for the
+    first one, or when every member already coincides with a centre)."""
+
+    def add(nearest, key):
+        weights = jnp.where(members, nearest, 0.0)
+        total = jnp.sum(weights)
+        use_distances = jnp.isfinite(total) & (total > 0)
+        logits = jnp.where(
+            use_distances,
+            jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf),
+            jnp.where(members, 0.0, -jnp.inf),
+        )
+        centre = X[jax.random.categorical(key, logits)]
+        return jnp.minimum(nearest, jnp.sum((X - centre[None, :]) ** 2, axis=1)), centre
+
+    start = jnp.full((X.shape[0],), jnp.inf, X.dtype)
+    _, centres = lax.scan(add, start, jax.random.split(key, num_slots))
+    return centres
+
+
+def _lloyd(X, members, centres, active, num_iterations: int):
+    """Lloyd iterations on the member rows: assign each to its nearest active centre, move
+    each centre to the mean of its rows (a centre with no rows stays where it is)."""
+    num_slots = centres.shape[0]
+
+    def iterate(_, centres):
+        distances = jnp.where(active[None, :], assignment_distances(X, centres), jnp.inf)
+        assignment = jnp.argmin(distances, axis=1)
+        membership = (assignment[:, None] == jnp.arange(num_slots)[None, :]) & members[:, None]
+        counts = jnp.sum(membership, axis=0)
+        sums = membership.T.astype(X.dtype) @ X
+        means = sums / jnp.maximum(counts, 1)[:, None].astype(X.dtype)
+        return jnp.where(counts[:, None] > 0, means, centres)
+
+    return lax.fori_loop(0, num_iterations, iterate, centres)
+
+
+@public_jit(static_argnames=("num_centres", "num_iterations"))
+def kmeans(
+    key: PRNGKeyArray,
+    X: Float[ArrayLike, "N D"],
+    num_centres: int,
+    *,
+    mask: Bool[ArrayLike, " N"] | None = None,
+    active: Bool[ArrayLike, " num_centres"] | None = None,
+    num_iterations: int = 20,
+) -> Float[Array, "num_centres D"]:
+    """`num_centres` k-means centres of the rows of `X`: k-means++ seeding from `key`
+    (Arthur & Vassilvitskii 2007), then `num_iterations` Lloyd iterations.
+
+    `mask` (N,) marks the rows that take part (default: all). `active` (num_centres,)
+    marks the centre slots in use, for a fixed-capacity set of centres (default: all);
+    an inactive slot keeps its seed and attracts no rows, and so does a centre left with
+    no rows. Typical use: `Z = sparse.kmeans(key, X, 300)`, the inducing inputs of a
+    sparse GP.
+    """
+    X = check_inputs(X, "X")
+    if isinstance(num_centres, bool) or not isinstance(num_centres, int) or num_centres < 1:
+        raise ValueError(f"`num_centres` must be a positive Python int, got {num_centres!r}.")
+    if isinstance(num_iterations, bool) or not isinstance(num_iterations, int) or num_iterations < 0:
+        raise ValueError(f"`num_iterations` must be a Python int >= 0, got {num_iterations!r}.")
+    members = jnp.ones((X.shape[0],), bool) if mask is None else jnp.asarray(mask, bool)
+    if members.shape != (X.shape[0],):
+        raise ValueError(f"`mask` must have shape ({X.shape[0]},) to match `X`, got shape {members.shape}.")
+    active = jnp.ones((num_centres,), bool) if active is None else jnp.asarray(active, bool)
+    if active.shape != (num_centres,):
+        raise ValueError(f"`active` must have shape ({num_centres},) (one per centre), got shape {active.shape}.")
+    centres = _seed_centres(key, X, members, num_centres)
+    return _lloyd(X, members, centres, active, num_iterations)
