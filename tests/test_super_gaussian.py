@@ -301,3 +301,51 @@ def test_gaussian_expectations_match_adaptive_quadrature_split_at_the_kink(likel
     args = (jnp.asarray(y), jnp.asarray(mean), jnp.asarray(variance))
     np.testing.assert_allclose(likelihood.expected_log_prob(*args), expected_log, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(likelihood.log_predictive_density(*args), predictive, rtol=1e-9, atol=1e-12)
+
+
+def _reference_derivative(likelihood, y, f):
+    """d/df log p(y | f) in closed form (one-sided, from above, at a kink)."""
+    if isinstance(likelihood, Logistic):
+        return y * special.expit(-y * f)
+    if isinstance(likelihood, StudentT):
+        r = (y - f) / 0.7
+        return (3.5 + 1) * r / (0.7 * (3.5 + r**2))
+    if isinstance(likelihood, Laplace):
+        return np.sign(y - f) / 0.8
+    if isinstance(likelihood, Matern32Likelihood):
+        a, d = np.sqrt(3) / 1.3, abs(y - f)
+        return np.sign(y - f) * (a - a / (1 + a * d))
+    if isinstance(likelihood, BayesianSVM):
+        return 2 * y * (1 - y * f > 0)
+    return (y - f) / 0.4
+
+
+@pytest.mark.parametrize("likelihood", CATALOGUE, ids=IDS)
+def test_derivatives_are_finite_at_the_kink_and_at_zero_variance(likelihood):
+    """d log p/df where h = 0 (f = 0 for the logistic, whose log p is smooth there; the kink
+    f = y elsewhere) is finite: the exact derivative for smooth φ, a subgradient at a kink.
+    With variance 0, or 10⁻¹², E[log p] is log p(y | m) and its derivatives in (m, v) are
+    finite, d/dm being log p's derivative at m (10⁻¹²: to 10⁻⁵)."""
+    classification = isinstance(likelihood, (Logistic, BayesianSVM))
+    y = 1.0 if classification else 0.3
+    kink = 0.0 if isinstance(likelihood, Logistic) else y
+    derivative = float(jax.grad(lambda f: likelihood.log_prob(y, f))(kink))
+    assert np.isfinite(derivative)
+    if isinstance(likelihood, (Logistic, StudentT, Gaussian)):
+        np.testing.assert_allclose(derivative, _reference_derivative(likelihood, y, kink), rtol=1e-12)
+    else:  # between the one-sided derivatives
+        below = _reference_derivative(likelihood, y, kink - 1e-9)
+        above = _reference_derivative(likelihood, y, kink + 1e-9)
+        assert min(below, above) - 1e-12 <= derivative <= max(below, above) + 1e-12
+    mean = 0.4 if classification else -0.2
+    labels = jnp.asarray([y])
+    for variance in (0.0, 1e-12):
+
+        def expected(m, v):
+            return likelihood.expected_log_prob(labels, jnp.asarray([m]), jnp.asarray([v]))[0]
+
+        value = expected(mean, variance)
+        d_mean, d_variance = jax.grad(expected, argnums=(0, 1))(mean, variance)
+        np.testing.assert_allclose(value, _reference_log_prob(likelihood, y, mean), rtol=1e-9)
+        assert np.isfinite(d_mean) and np.isfinite(d_variance)
+        np.testing.assert_allclose(d_mean, _reference_derivative(likelihood, y, mean), rtol=1e-5)

@@ -25,7 +25,8 @@ def gaussian_expectation_nodes(
     node_shape = (1,) * mean.ndim + (GAUSS_HERMITE_DEGREE,)
     nodes = jnp.asarray(hermite_nodes, dtype).reshape(node_shape)
     log_weights = jnp.asarray(np.log(hermite_weights / np.sqrt(np.pi)), dtype).reshape(node_shape)
-    scale = jnp.sqrt(2 * jnp.maximum(variance, 0.0))
+    # The floor keeps the derivative of √v finite at v = 0 (nodes then collapse onto m).
+    scale = jnp.sqrt(2 * jnp.maximum(variance, jnp.finfo(dtype).tiny))
     return mean[..., None] + scale[..., None] * nodes, log_weights
 
 

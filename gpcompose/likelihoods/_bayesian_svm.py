@@ -2,7 +2,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ._omega_samplers import sample_inverse_gaussian
-from ._super_gaussian import AbstractSuperGaussianLikelihood, classification_targets, safe_root
+from ._super_gaussian import AbstractSuperGaussianLikelihood, classification_targets, root_of_square, safe_root
 
 
 class BayesianSVM(AbstractSuperGaussianLikelihood):
@@ -29,7 +29,7 @@ class BayesianSVM(AbstractSuperGaussianLikelihood):
         return jnp.ones_like(y), -y
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
-        return -jnp.sqrt(jnp.asarray(r))
+        return -root_of_square(jnp.asarray(r))
 
     def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         return 1 / (2 * safe_root(jnp.asarray(c_squared)))

@@ -5,7 +5,7 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 from ..parameters import AbstractParameter, as_positive
 from ._omega_samplers import sample_inverse_gaussian
 from ._residual import AbstractResidualLikelihood
-from ._super_gaussian import safe_root
+from ._super_gaussian import root_of_square, safe_root
 
 
 class Laplace(AbstractResidualLikelihood):
@@ -25,7 +25,7 @@ class Laplace(AbstractResidualLikelihood):
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         r = jnp.asarray(r)
-        return -jnp.sqrt(r) / self.scale.value.astype(r.dtype)
+        return -root_of_square(r) / self.scale.value.astype(r.dtype)
 
     def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         return 1 / (2 * self.scale.value * safe_root(jnp.asarray(c_squared)))

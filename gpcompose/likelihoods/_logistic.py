@@ -4,7 +4,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ._omega_samplers import sample_polya_gamma
-from ._super_gaussian import AbstractSuperGaussianLikelihood, classification_targets
+from ._super_gaussian import AbstractSuperGaussianLikelihood, classification_targets, root_of_square
 
 # Below this c the closed form tanh(c/2)/(4c) loses digits; a Taylor series takes over.
 _SERIES_THRESHOLD = 1e-3
@@ -34,7 +34,7 @@ class Logistic(AbstractSuperGaussianLikelihood):
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """log sech(√r/2) = log 2 − √r/2 − log1p(e^{−√r})."""
-        root = jnp.sqrt(jnp.asarray(r))
+        root = root_of_square(jnp.asarray(r))
         return math.log(2.0) - root / 2 - jnp.log1p(jnp.exp(-root))
 
     def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:

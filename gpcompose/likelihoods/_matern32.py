@@ -7,6 +7,7 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 from ..parameters import AbstractParameter, as_positive
 from ._omega_samplers import sample_gig_three_halves
 from ._residual import AbstractResidualLikelihood
+from ._super_gaussian import root_of_square
 
 
 class Matern32Likelihood(AbstractResidualLikelihood):
@@ -29,7 +30,7 @@ class Matern32Likelihood(AbstractResidualLikelihood):
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """log1p(a√r) − a√r with a = √3/ρ."""
         r = jnp.asarray(r)
-        scaled_root = math.sqrt(3) * jnp.sqrt(r) / self.scale.value.astype(r.dtype)
+        scaled_root = math.sqrt(3) * root_of_square(r) / self.scale.value.astype(r.dtype)
         return jnp.log1p(scaled_root) - scaled_root
 
     def mean_omega(self, c_squared: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:

@@ -3,6 +3,7 @@ panels with break points at the mean, the kink and around it."""
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
@@ -39,18 +40,26 @@ def split_gauss_legendre_nodes(
     node_shape = (1,) * (mean.ndim + 1) + (degree,)
     unit_nodes = jnp.asarray(unit_nodes, mean.dtype).reshape(node_shape)
     log_unit_weights = jnp.asarray(np.log(unit_weights), mean.dtype).reshape(node_shape)
-    sd = jnp.sqrt(variance)
-    lower, upper = mean - HALF_WIDTH * sd, mean + HALF_WIDTH * sd
+    # The rule is built for z = (f − m)/sd ~ N(0, 1), so that a (near-)zero variance collapses
+    # the nodes onto m with weights summing to 1 instead of dividing by sd; the floor keeps
+    # sd's derivative finite at v = 0.
+    tiny = jnp.finfo(mean.dtype).tiny
+    sd = jnp.sqrt(jnp.maximum(variance, tiny))
     around_kink = [kink + sign * multiple * scale for multiple in SCALE_MULTIPLES for sign in (-1.0, 1.0)]
-    inner = jnp.clip(jnp.stack([mean, kink, *around_kink], axis=-1), lower[..., None], upper[..., None])
-    edges = jnp.sort(jnp.concatenate([lower[..., None], inner, upper[..., None]], axis=-1), axis=-1)
+    breaks = jnp.stack([kink, *around_kink], axis=-1)
+    inner = jnp.clip((breaks - mean[..., None]) / sd[..., None], -HALF_WIDTH, HALF_WIDTH)
+    ends = jnp.broadcast_to(jnp.asarray([-HALF_WIDTH, 0.0, HALF_WIDTH], mean.dtype), mean.shape + (3,))
+    # The edges are held constant under differentiation: the exact integral does not depend on
+    # where the panels are cut, so the derivative is the same rule applied to the derivative of
+    # the integrand (moving edges would add only the derivative of the rule's error, and an
+    # empty panel's floored width would cut it off one-sidedly).
+    edges = jax.lax.stop_gradient(jnp.sort(jnp.concatenate([ends, inner], axis=-1), axis=-1))
     start, stop = edges[..., :-1, None], edges[..., 1:, None]
     half = (stop - start) / 2
-    points = (start + stop) / 2 + half * unit_nodes
-    standardised = (points - mean[..., None, None]) / sd[..., None, None]
-    log_density = -0.5 * standardised**2 - jnp.log(math.sqrt(2 * math.pi) * sd[..., None, None])
+    standardised = (start + stop) / 2 + half * unit_nodes
+    points = mean[..., None, None] + sd[..., None, None] * standardised
+    log_density = -0.5 * standardised**2 - math.log(math.sqrt(2 * math.pi))
     # An empty panel (coinciding break points) gets weights ≈ 0, not log 0.
-    tiny = jnp.finfo(mean.dtype).tiny
     log_weights = jnp.log(jnp.maximum(half, tiny)) + log_unit_weights + log_density
     shape = mean.shape + (-1,)
     return points.reshape(shape), log_weights.reshape(shape)

@@ -102,6 +102,23 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
         return self.log_normaliser() + self.linear_coefficient(y) * f + self.log_phi(self.squared_h(y, f))
 
 
+@jax.custom_jvp
+def root_of_square(r: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
+    """√r for r = h² ≥ 0, the |h| inside φ(h²), with derivative 1/(2√r) for r > 0 and 0 at
+    r = 0. Chained with dr/dh = 2h = 0 this gives d|h|/dh = 0 at the kink h = 0 (a
+    subgradient; the exact derivative for smooth φ such as the logistic's) instead of
+    ∞ · 0 = NaN."""
+    return jnp.sqrt(r)
+
+
+@root_of_square.defjvp
+def _root_of_square_jvp(primals, tangents):
+    (r,), (tangent,) = primals, tangents
+    value = jnp.sqrt(r)
+    positive = value > 0
+    return value, jnp.where(positive, tangent / (2 * jnp.where(positive, value, 1.0)), 0.0)
+
+
 def safe_root(c_squared: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
     """c = √max(c², tiny): finite and positive at c² = 0, for closed forms that divide by c."""
     return jnp.sqrt(jnp.maximum(c_squared, jnp.finfo(c_squared.dtype).tiny))
