@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import gpcompose
-
 from gpcompose.svbmc import stratified_kmeans_subset
 
 
