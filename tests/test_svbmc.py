@@ -17,10 +17,10 @@ import pytest
 
 import gpcompose
 from gpcompose import sparse, svbmc
-from gpcompose.acquisition import log_expected_interquantile_range, log_sinh
-from gpcompose.active_learning import Checkpoint, load_checkpoint, run_black_box, run_traceable
+from gpcompose.acquisition import log_expected_interquantile_range, log_prospective_uncertainty, log_sinh
+from gpcompose.active_learning import Checkpoint, load_checkpoint, run_black_box, run_traceable, save_checkpoint
 from gpcompose.benchmarks.metrics import gskl
-from gpcompose.svbmc import _surrogate, _training
+from gpcompose.svbmc import _surrogate, _training, _workflow
 from gpcompose.svbmc._refit import condition_on_selected
 from gpcompose.svbmc._report import record_round
 
@@ -262,6 +262,59 @@ def test_imiqr_uses_the_lookahead_variance_of_a_refit(small_state, getkey):
     expected = jax.scipy.special.logsumexp(log_sinh(alpha * jnp.sqrt(refit_variance))) - math.log(25)
     value = log_expected_interquantile_range(posterior, x, reference, noise)
     np.testing.assert_allclose(value, expected, rtol=1e-7)
+
+
+def test_the_default_acquisition_is_a1_for_exact_targets_and_imiqr_for_noisy_ones(small_state):
+    """`acquisition=None` uses `ProspectiveUncertainty()` (log a₁) on an exact target and
+    `IMIQR()` on a noisy one (Li et al. 2023, §3.4); IMIQR's objective is −log E_q[sinh(α s⋆)]
+    over `reference_samples` draws of q with the training rows' median σ²_obs as look-ahead
+    noise, and its fields reach it."""
+    keep, _, _ = _workflow._training_rows(SMALL, small_state.evaluations)
+    key, w = jax.random.key(12), jnp.array([0.3, -0.7])
+
+    def value(learner, state):
+        return float(_workflow._acquisition(learner, state, keep, key)(w))
+
+    noisy = dataclasses.replace(small_state, noisy=True)
+    a1 = float(log_prospective_uncertainty(small_state.surrogate, small_state.posterior, w))
+    assert value(SMALL, small_state) == a1
+    assert value(dataclasses.replace(SMALL, acquisition=svbmc.ProspectiveUncertainty()), noisy) == a1
+    reference = small_state.posterior.sample(key, 100)
+    noise = float(np.median(np.asarray(small_state.evaluations.noise_variance)[np.asarray(keep)]))
+    imiqr = -float(log_expected_interquantile_range(small_state.surrogate, w, reference, noise))
+    assert value(SMALL, noisy) == pytest.approx(imiqr, rel=1e-12)
+    assert value(dataclasses.replace(SMALL, acquisition=svbmc.IMIQR()), small_state) == pytest.approx(imiqr, rel=1e-12)
+    custom = svbmc.IMIQR(quantile=0.6, reference_samples=30)
+    expected = -float(
+        log_expected_interquantile_range(
+            small_state.surrogate, w, small_state.posterior.sample(key, 30), noise, quantile=0.6
+        )
+    )
+    assert value(dataclasses.replace(SMALL, acquisition=custom), noisy) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_acquisition_must_be_a_module_with_valid_fields():
+    for bad in ("imiqr", "uncertainty", svbmc.IMIQR):
+        with pytest.raises(ValueError, match="`acquisition` must be None or an SVBMC acquisition module"):
+            svbmc.SVBMC(acquisition=bad)
+    for quantile in (0.5, 1.0, float("nan"), "0.75"):
+        with pytest.raises(ValueError, match=r"`quantile` of IMIQR must be a number in \(0.5, 1\)"):
+            svbmc.IMIQR(quantile=quantile)
+    for samples in (0, 2.0, True):
+        with pytest.raises(ValueError, match="`reference_samples` of IMIQR must be a positive int"):
+            svbmc.IMIQR(reference_samples=samples)
+
+
+def test_a_checkpoint_of_another_acquisition_is_refused(small_state, tmp_path):
+    """The acquisition and its fields are part of the settings a checkpoint records."""
+    path = tmp_path / "svbmc.gpc"
+    learner = dataclasses.replace(SMALL, acquisition=svbmc.IMIQR())
+    save_checkpoint(path, learner, small_state, jax.random.key(0))
+    loaded, _, _ = load_checkpoint(path, learner, small_state)
+    assert loaded.acquisition == svbmc.IMIQR()
+    for other in (None, svbmc.ProspectiveUncertainty(), svbmc.IMIQR(quantile=0.6), svbmc.IMIQR(reference_samples=50)):
+        with pytest.raises(ValueError, match="other settings"):
+            load_checkpoint(path, dataclasses.replace(SMALL, acquisition=other), small_state)
 
 
 def test_mixture_components_stay_in_the_high_points_box(small_state):

@@ -1,7 +1,11 @@
 """Sparse Variational Bayesian Monte Carlo (Li, Clarté & Acerbi 2023): post-process
 Bayesian inference from thousands of existing log-density evaluations with a sparse GP
-surrogate, noise shaping, sparse Bayesian quadrature and active learning."""
+surrogate, noise shaping, sparse Bayesian quadrature and active learning, its acquisition a
+module (`ProspectiveUncertainty`, `IMIQR`)."""
 
+from ._acquisitions import IMIQR as IMIQR
+from ._acquisitions import AbstractSVBMCAcquisition as AbstractSVBMCAcquisition
+from ._acquisitions import ProspectiveUncertainty as ProspectiveUncertainty
 from ._noise_shaping import shaping_variance as shaping_variance
 from ._noise_shaping import total_noise_variance as total_noise_variance
 from ._state import SVBMCState as SVBMCState

@@ -14,11 +14,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
 from .._jit import public_jit
-from ..acquisition import (
-    log_expected_interquantile_range,
-    log_prospective_uncertainty,
-    maximise_from_candidates,
-)
+from ..acquisition import maximise_from_candidates
 from ..active_learning import (
     AbstractActiveLearner,
     Checkpoint,
@@ -28,6 +24,7 @@ from ..active_learning import (
     run_black_box,
 )
 from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
+from ._acquisitions import IMIQR, AbstractSVBMCAcquisition, ProspectiveUncertainty
 from ._report import record_round, reported_slot, start_history
 from ._state import SVBMCState
 from ._surrogate import Surrogate
@@ -213,23 +210,13 @@ def _training_rows(learner: "SVBMC", evaluations: Evaluations):
 def _acquisition(
     learner: "SVBMC", state: SVBMCState, keep: Bool[Array, " C"], key: PRNGKeyArray
 ) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
-    """The acquisition to maximise in the inference space: log a₁ for exact targets,
-    −log E_q[sinh(α s⋆)] (a monotone transform of a₂) for noisy ones (Li et al. 2023,
-    §3.4, eqs. 1–2); `keep` marks the training rows (`training_rows`)."""
-    kind = learner.acquisition
-    if kind == "auto":
-        kind = "imiqr" if state.noisy else "uncertainty"
-    if kind == "uncertainty":
-        return lambda w: log_prospective_uncertainty(state.surrogate, state.posterior, w)
-    reference = state.posterior.sample(key, learner.imiqr_reference_samples)
-    noise_variance = state.evaluations.noise_variance
-    typical_noise = jnp.median(jnp.where(keep, noise_variance, jnp.nan)[None], axis=1)[0]
-    look_ahead_noise = jnp.where(jnp.isfinite(typical_noise), typical_noise, learner.noiseless_variance)
-    return lambda w: (
-        -log_expected_interquantile_range(
-            state.surrogate, w, reference, look_ahead_noise, quantile=learner.imiqr_quantile
-        )
-    )
+    """The acquisition to maximise in the inference space: `learner.acquisition`'s objective,
+    by default log a₁ for exact targets and IMIQR's monotone transform of a₂ for noisy ones
+    (Li et al. 2023, §3.4, eqs. 1–2); `keep` marks the training rows (`training_rows`)."""
+    acquisition = learner.acquisition
+    if acquisition is None:
+        acquisition = IMIQR() if state.noisy else ProspectiveUncertainty()
+    return acquisition.objective(learner, state, keep, key)
 
 
 def _ask_unbounded(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray):
@@ -432,11 +419,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
     # the ELBO that is reported and compared
     num_entropy_samples: int | None = eqx.field(static=True, default=None)
     final_entropy_samples: int = eqx.field(static=True, default=16384)
-    # "auto": a₁ (uncertainty sampling) for exact targets, a₂ (IMIQR) for noisy ones (Li et al. 2023, §3.4)
-    acquisition: Literal["auto", "uncertainty", "imiqr"] = eqx.field(static=True, default="auto")
-    # IMIQR's p_α (Li et al. 2023, §3.4: 0.75) and its Monte Carlo draws of q (VBMC's estimator)
-    imiqr_quantile: float = eqx.field(static=True, default=0.75)
-    imiqr_reference_samples: int = eqx.field(static=True, default=100)
+    # The acquisition, e.g. `ProspectiveUncertainty()` or `IMIQR()`; None chooses a₁ (`ProspectiveUncertainty()`)
+    # for exact targets and `IMIQR()` for noisy ones (Li et al. 2023, §3.4).
+    acquisition: AbstractSVBMCAcquisition | None = None
     # the acquisition search: candidates drawn from q, the best refined by Adam from this many
     # starts for this many steps (the paper leaves the optimiser unstated)
     num_candidates: int = eqx.field(static=True, default=256)
@@ -473,8 +458,11 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
             raise ValueError(f"`report_window_fraction` must be in (0, 1], got {self.report_window_fraction}.")
         if self.mixture_family not in ("axis", "rotated"):
             raise ValueError(f"`mixture_family` must be 'axis' or 'rotated', got {self.mixture_family!r}.")
-        if self.acquisition not in ("auto", "uncertainty", "imiqr"):
-            raise ValueError(f"`acquisition` must be 'auto', 'uncertainty' or 'imiqr', got {self.acquisition!r}.")
+        if self.acquisition is not None and not isinstance(self.acquisition, AbstractSVBMCAcquisition):
+            raise ValueError(
+                "`acquisition` must be None or an SVBMC acquisition module (`svbmc.ProspectiveUncertainty()`, "
+                f"`svbmc.IMIQR()`), got {self.acquisition!r}."
+            )
 
     @property
     def round_size(self) -> int:
@@ -521,7 +509,7 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         - `key`: PRNG key of the fits at `init`.
         - `lower_bounds`, `upper_bounds`: optional (D,) bounds (±inf for open sides).
         - `noise_sd`: None for exact log densities (σ²_obs = `noiseless_variance`), else the
-          sd of each initial value (scalar or (N,)); the run is then "noisy", uses the IMIQR
+          sd of each initial value (scalar or (N,)); the run is then "noisy", uses by default the IMIQR
           a₂, and its target returns `(value, sd)`.
 
         Runs under `jax.vmap` over `key` when `X`, `y` are concrete arrays, and over `X`, `y`
