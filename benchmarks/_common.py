@@ -134,7 +134,7 @@ def machine_info(*packages):
 
 def ml2_fit_predict(kernel, likelihood, X, y, X_test):
     """ML-II baseline: maximise the exact log marginal likelihood of a zero-mean GP with Gaussian
-    noise over (kernel, likelihood) without their priors (`gpcompose.maximise`, scale N), then
+    noise over (kernel, likelihood) without their priors (`gpcompose.maximize`, scale N), then
     predict the latent f at `X_test`. **Returns:** (kernel, likelihood, mean, variance)."""
     import gpcompose
 
@@ -144,7 +144,7 @@ def ml2_fit_predict(kernel, likelihood, X, y, X_test):
         posterior = gpcompose.gp.condition(prior_kernel, gpcompose.means.Zero(), inputs, targets, gaussian.variance)
         return gpcompose.gp.log_marginal_likelihood(posterior)
 
-    fit = gpcompose.maximise(
+    fit = gpcompose.maximize(
         log_marginal_likelihood,
         (kernel, likelihood),
         (jnp.asarray(X), jnp.asarray(y)),

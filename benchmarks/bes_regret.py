@@ -57,7 +57,7 @@ METHODS = {  # name: (acquisition, uses f⁺, uses f⁻)
     "UCB": (bo.UpperConfidenceBound, False, False),
     "TS": (bo.ThompsonSampling, False, False),
     "MES": (bo.MaxValueEntropySearch, False, False),
-    "ERM": (bo.ExpectedRegretMinimisation, True, False),
+    "ERM": (bo.ExpectedRegretMinimization, True, False),
     "random": (bo.RandomSearch, False, False),
 }
 SEARCH_SETTINGS = ("num_candidates", "num_starts", "search_steps")  # `bo.BO` fields; the others are acquisitions'

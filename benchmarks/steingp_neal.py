@@ -9,7 +9,7 @@ Model: squared-exponential kernel α² exp(−(x − x′)²/(2ℓ²)) and Gauss
 SteinGP's default Gamma(shape 1, scale 2) priors and 10⁻⁶ + softplus constraints, J = 20
 particles (`gpcompose.steingp.fit`, conjugate model), initialised from the priors (the
 document's rule, App. 12; `--initialisation around_initial`: u₀ + N(0, I) around
-ℓ = α² = σ² = 1, the rule before issue 5's change). Baseline: ML-II (`gpcompose.maximise`
+ℓ = α² = σ² = 1, the rule before issue 5's change). Baseline: ML-II (`gpcompose.maximize`
 of the log marginal likelihood without prior, BFGS) from the same initial values.
 Reported: test RMSE of the predictive mean, summed test log predictive density, the
 particles' lengthscale marginal (plot), and wall times.

@@ -3,7 +3,7 @@ improvement (EI) on the same seed.
 
 BES (Nguyen, Deisenroth & Osborne 2021) uses approximate knowledge of the extreme values of
 the target: here f⁻ = min f = 0.397887 (Branin's known global minimum) and f⁺ = max f on
-the box = 308.129, each with the document's default looseness (η₋² = 0.5d, η₊² = 0.02d in
+the box = 308.129, each with the paper's default looseness (η₋² = 0.5d, η₊² = 0.02d in
 standardised units). It draws pathwise samples of the GP (a square-root GP of the maximised
 −f, bounded by −f⁻ + 2η), weights each by how well its extremes match the bounds, and picks
 the point most informative about the maximisers of the well-weighted samples (EI when no
@@ -43,7 +43,7 @@ def branin(x):
 
 def settings(smoke):
     """(budget in evaluations, the random initial design included, and the learners `{"BES": …, "EI": …}`).
-    The full size is the document's protocol, max(d, 2) random points + 10d iterations, with fewer
+    The full size is the paper's protocol (Sec. 5), max(d, 2) random points + 10d iterations, with fewer
     samples and search steps than its M = 200 so that it runs in seconds on a CPU."""
     if smoke:
         search = dict(num_candidates=64, num_starts=2, search_steps=10, fit_steps=40)

@@ -4,7 +4,7 @@ updates of each particle's own latent posterior.
 Claim (issue 9, composability example 3): the steps of gpcompose's algorithms and their
 parts compose inside a user's own loop. Here J particles θ_j (the unconstrained
 log-lengthscale and log-variance of an SE kernel) each carry a CAVI state of a GP logistic
-classifier (`gpcompose.aaci.CAVI`, augmented conjugate inference, AACI document Alg. 1). One
+classifier (`gpcompose.aaci.CAVI`, augmented conjugate inference, Galy-Fajou, Wenzel & Opper 2020, Alg. 1). One
 iteration of the loop
 
 1. runs one CAVI step in every particle (`jax.vmap(cavi.step)`): q_j(f) ← the closed-form

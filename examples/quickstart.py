@@ -59,10 +59,10 @@ def run(key, *, out_dir, smoke=False):
     }
 
     start = time.perf_counter()
-    exact_fit = gpcompose.maximise(exact_objective, initial, (X, y))
+    exact_fit = gpcompose.maximize(exact_objective, initial, (X, y))
     exact_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    sparse_fit = gpcompose.maximise(sparse_objective, initial, (X, y, Z))
+    sparse_fit = gpcompose.maximize(sparse_objective, initial, (X, y, Z))
     sparse_seconds = time.perf_counter() - start
 
     exact = gp.condition(exact_fit.params["kernel"], exact_fit.params["mean"], X, y, exact_fit.params["noise"])

@@ -15,7 +15,8 @@ the placement of their inputs, and the sharded run gives the single-device resul
    step's key. With `batch_sharding=NamedSharding(mesh, PartitionSpec("data"))` the B rows
    are split over the devices: each computes its rows of K_BZ, the marginals of q(f), the
    local updates c² and ω̄, and its partial sums of η̂₁ = s Aᵀ(b − λμ₀) and
-   η̂₂ = −½ I − ½ s Aᵀ diag(λ) A (AACI document Alg. 3 as in notes/aaci.md §2.7); XLA adds
+   η̂₂ = −½ I − ½ s Aᵀ diag(λ) A (Galy-Fajou, Wenzel & Opper 2020, Alg. 3 and App. A.4.4, as natural
+   parameters with the N/|B| minibatch scaling of Hoffman et al. 2013); XLA adds
    the all-reduce of the sums, and the global update η ← (1 − ρ) η + ρ η̂ (and the optax
    step on the hyperparameters) is replicated. The same key draws the same minibatch, so the
    sharded run differs from the one-device run only in the order of the sums.

@@ -22,8 +22,8 @@ from . import svbmc as svbmc
 from . import svgd as svgd
 from . import transforms as transforms
 from ._errors import RESULTS as RESULTS
-from ._maximise import MaximiseResult as MaximiseResult
-from ._maximise import maximise as maximise
+from ._maximize import MaximizeResult as MaximizeResult
+from ._maximize import maximize as maximize
 from ._posterior_interface import AbstractGaussianPosterior as AbstractGaussianPosterior
 from ._posterior_interface import AbstractPosterior as AbstractPosterior
 from ._run import run as run

@@ -1,17 +1,30 @@
-"""Result codes carried by states instead of NaNs.
+"""Result codes carried by states instead of NaNs, and the run-time value checks.
 
 A failed factorisation must not poison a whole `vmap` batch, so the layers below never
 raise or return NaN on a numerical failure: they return finite placeholder values and a
 `RESULTS` item that the caller inspects (or raises with `RESULTS.error_if`-style checks).
+
+Value mistakes (non-finite data, a non-positive noise variance) raise at run time through
+`error_if`, which names the public function that was called: inside a user's `jit` the
+traceback of such an error can point at an earlier call of the same compiled function.
 """
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
 import equinox as eqx
+from jaxtyping import Bool, PyTree
+
+_PUBLIC_FUNCTION: contextvars.ContextVar[str | None] = contextvars.ContextVar("public_function", default=None)
 
 
 class RESULTS(eqx.Enumeration):
     """Outcome of a numerical step. `RESULTS.successful` means the outputs are exact."""
 
-    successful = ""
+    __module__ = "gpcompose"  # its public path: the items print as gpcompose.RESULTS<…>
+
+    successful = "successful"
     cholesky_failed = (
         "The matrix was not positive definite even after the largest jitter of the "
         "escalation policy; the outputs are finite placeholders and must not be used."
@@ -20,3 +33,26 @@ class RESULTS(eqx.Enumeration):
         "A rank-1 Cholesky update, downdate or append lost positive definiteness; "
         "recompute the factorisation from scratch."
     )
+
+
+@contextlib.contextmanager
+def raised_by(name: str) -> Iterator[None]:
+    """Within this context (the tracing of the public function `name`, entered by
+    `public_jit`), `error_if` messages start with "`name`: "; the innermost context wins."""
+    token = _PUBLIC_FUNCTION.set(name)
+    try:
+        yield
+    finally:
+        _PUBLIC_FUNCTION.reset(token)
+
+
+def error_if(x: PyTree, pred: Bool[PyTree, "..."], message: str) -> PyTree:
+    """`eqx.error_if(x, pred, message)`, with the message prefixed by the name of the public
+    function being traced (e.g. "gp.condition: `noise_variance` must be …").
+
+    The name is fixed when the check is traced: a check inside a private jitted helper that two
+    public functions share would keep the name of the first one that traced it, so checks sit
+    in the public functions' own bodies (or in plain helpers they call).
+    """
+    name = _PUBLIC_FUNCTION.get()
+    return eqx.error_if(x, pred, message if name is None else f"{name}: {message}")

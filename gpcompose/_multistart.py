@@ -26,7 +26,7 @@ def _finite_or_worst(value: Float[Array, ""]) -> Float[Array, ""]:
     return jnp.where(jnp.isfinite(value), value, -jnp.inf)
 
 
-def maximise_multistart(
+def maximize_multistart(
     objective: Callable[[Float[Array, " D"]], Float[Array, ""]],
     starts: Float[Array, "S D"],
     *,
@@ -85,7 +85,7 @@ def maximise_multistart(
     return MultistartResult(start_x[best], start_values[best], start_x, start_values)
 
 
-def maximise_from_candidates(
+def maximize_from_candidates(
     objective: Callable[[Float[Array, " D"]], Float[Array, ""]],
     candidates: Float[Array, "P D"],
     *,
@@ -99,13 +99,13 @@ def maximise_from_candidates(
 ) -> MultistartResult:
     """Maximise `objective` from the `num_starts` best of `candidates`: their `values` (the
     objective at every candidate, vmapped, unless given; non-finite ones rank last) pick the
-    starts of `maximise_multistart`, which takes the remaining arguments."""
+    starts of `maximize_multistart`, which takes the remaining arguments."""
     if num_starts > candidates.shape[0]:
         raise ValueError(f"`num_starts` ({num_starts}) must not exceed the {candidates.shape[0]} candidates.")
     if values is None:
         values = jax.vmap(objective)(candidates)
     _, rows = jax.lax.top_k(jnp.where(jnp.isfinite(values), values, -jnp.inf), num_starts)
-    return maximise_multistart(
+    return maximize_multistart(
         objective,
         candidates[rows],
         scale=scale,
@@ -116,7 +116,7 @@ def maximise_from_candidates(
     )
 
 
-def maximise_on_box(
+def maximize_on_box(
     key: PRNGKeyArray,
     objective: Callable[[Float[Array, " D"]], Float[Array, ""]],
     lower: Float[ArrayLike, " D"],
@@ -128,7 +128,7 @@ def maximise_on_box(
     learning_rate: float = 0.05,
     extra_candidates: Float[Array, "E D"] | None = None,
 ) -> MultistartResult:
-    """Maximise `objective` on the box [`lower`, `upper`] by `maximise_from_candidates` from
+    """Maximise `objective` on the box [`lower`, `upper`] by `maximize_from_candidates` from
     `num_candidates` uniform points plus any `extra_candidates` (clipped to the box), with
     steps in units of the box width and iterates clipped to the box."""
     lower, upper = check_box(lower, upper)
@@ -140,7 +140,7 @@ def maximise_on_box(
         candidates = jnp.concatenate(
             [candidates, jnp.clip(extra_candidates.astype(lower.dtype), lower[None, :], upper[None, :])]
         )
-    return maximise_from_candidates(
+    return maximize_from_candidates(
         objective,
         candidates,
         num_starts=num_starts,

@@ -10,6 +10,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+from ._errors import error_if
 from ._validation import (
     broadcast_per_row,
     check_inputs,
@@ -97,6 +98,13 @@ def check_new_inputs(observations: Observations, X_new: Float[ArrayLike, "Q D"],
     return check_inputs(X_new, name, dimension=inputs.shape[1]).astype(inputs.dtype)
 
 
+def with_observation_noise(variance: Float[Array, " Q"], noise_variance: Float[ArrayLike, "*Q"]) -> Float[Array, " Q"]:
+    """The predictive variance of new observations y = f(x) + ε, ε ~ N(0, σ²), from the latent
+    variance s² at the same rows: s² + σ², σ² a scalar or one value per row, finite and > 0."""
+    noise_variance = broadcast_per_row(noise_variance, "noise_variance", variance.shape[0], variance.dtype)
+    return variance + require_positive(noise_variance, "noise_variance")
+
+
 def next_slot(mask: Bool[Array, " C"]) -> Int[Array, ""]:
     """Index after the last used slot (the capacity if the last slot is used)."""
     slots = jnp.arange(mask.shape[0])
@@ -108,7 +116,7 @@ def require_free_slot(
 ) -> Int[Array, ""]:
     """`slot`, with a run-time error if the buffer has no free slot after its last used one
     (checked only `when` the slot is to be written)."""
-    return eqx.error_if(
+    return error_if(
         slot,
         jnp.asarray(when, bool) & (slot >= capacity),
         f"The {name} buffer is full: pass a larger `capacity` when conditioning.",

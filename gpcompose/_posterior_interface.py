@@ -45,7 +45,8 @@ class AbstractPosterior(eqx.Module):
 class AbstractGaussianPosterior(AbstractPosterior):
     """A posterior whose mean is linear in the observations and whose covariance does not
     depend on them (exact and sparse GP regression), so that every linear functional of f —
-    a Bayesian-quadrature integral ∫ f dN, a value f(x) — is Gaussian.
+    a Bayesian-quadrature integral ∫ f dN, a value f(x) — is Gaussian, and so is a new
+    observation y = f(x) + ε of Gaussian noise (`predict_y`).
 
     Such a posterior is summarised on its support inputs S (the training inputs, or the
     inducing inputs): for functionals L_k with prior cross-covariances c_k = Cov(L_k f, f(S)),
@@ -60,6 +61,14 @@ class AbstractGaussianPosterior(AbstractPosterior):
     @abc.abstractmethod
     def support(self) -> tuple[Float[Array, "S D"], Bool[Array, " S"]]:
         """The support inputs S and the mask of those in use."""
+
+    @abc.abstractmethod
+    def predict_y(
+        self, X: Float[ArrayLike, "Q D"], noise_variance: Float[ArrayLike, "*Q"]
+    ) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
+        """Predictive mean and variance of new observations y = f(x) + ε, ε ~ N(0, σ²), at the
+        rows of `X`: `predict`'s mean and variance plus σ² (`noise_variance`, a scalar or one
+        value per row)."""
 
     @abc.abstractmethod
     def functional_moments(self, cross: Float[Array, "K S"]) -> tuple[Float[Array, " K"], Float[Array, "K K"]]:

@@ -1,14 +1,16 @@
 """Argument checks shared by the public functions.
 
 Shape mistakes raise `ValueError` at trace time naming the argument and the shapes;
-value mistakes (non-finite data, non-positive noise) go through `eqx.error_if`, which
-works inside `jit` and names the offending batch element under `vmap`.
+value mistakes (non-finite data, non-positive noise) go through `eqx.error_if` (as
+`_errors.error_if`, which prefixes the name of the public function called), which works
+inside `jit` and names the offending batch element under `vmap`.
 """
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
+
+from ._errors import error_if
 
 
 def check_inputs(X: Float[ArrayLike, "N D"], name: str, dimension: int | None = None) -> Float[Array, "N D"]:
@@ -49,13 +51,13 @@ def broadcast_per_row(value: Float[ArrayLike, "*N"], name: str, num_points: int,
 
 def require_finite(array: Array, name: str) -> Array:
     """`array`, with a runtime error if it contains NaN or ±inf."""
-    return eqx.error_if(array, ~jnp.all(jnp.isfinite(array)), f"`{name}` contains NaN or infinite values.")
+    return error_if(array, ~jnp.all(jnp.isfinite(array)), f"`{name}` contains NaN or infinite values.")
 
 
 def require_positive(array: Array, name: str) -> Array:
     """`array`, with a runtime error unless every entry is finite and > 0."""
     bad = ~jnp.all(jnp.isfinite(array) & (array > 0))
-    return eqx.error_if(array, bad, f"`{name}` must be finite and strictly positive.")
+    return error_if(array, bad, f"`{name}` must be finite and strictly positive.")
 
 
 def check_box(lower: Float[ArrayLike, " D"], upper: Float[ArrayLike, " D"]) -> tuple[Array, Array]:
@@ -70,5 +72,5 @@ def check_box(lower: Float[ArrayLike, " D"], upper: Float[ArrayLike, " D"]) -> t
     ordered = jnp.all(lower < upper)
     if not isinstance(ordered, jax.core.Tracer) and not bool(ordered):
         raise ValueError(f"`lower` must be < `upper` in every coordinate, got lower={lower}, upper={upper}.")
-    lower = eqx.error_if(lower, ~ordered, "`lower` must be < `upper` in every coordinate.")
+    lower = error_if(lower, ~ordered, "`lower` must be < `upper` in every coordinate.")
     return lower, upper

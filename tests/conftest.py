@@ -123,6 +123,7 @@ HEAVIEST_FILES_FIRST = (
     "test_bayesian_quadrature.py",
     "test_quadrature.py",
     "test_bvbmc.py",
+    "test_docs_code_blocks.py",
     "test_bo.py",
     "test_boosting.py",
     "test_sparse.py",

@@ -168,15 +168,15 @@ def test_expected_regret_ucb_and_mes():
     )
 
 
-def test_maximise_on_box(getkey):
+def test_maximize_on_box(getkey):
     lower, upper = jnp.asarray([0.0, -1.0]), jnp.asarray([1.0, 1.0])
 
     def objective(centre):
         return lambda x: -jnp.sum((x - centre) ** 2)
 
-    inside = acquisition.maximise_on_box(getkey(), objective(jnp.asarray([0.3, 0.2])), lower, upper, num_steps=200)
+    inside = acquisition.maximize_on_box(getkey(), objective(jnp.asarray([0.3, 0.2])), lower, upper, num_steps=200)
     np.testing.assert_allclose(inside.x, [0.3, 0.2], atol=1e-3)
-    outside = acquisition.maximise_on_box(getkey(), objective(jnp.asarray([1.5, 0.2])), lower, upper, num_steps=200)
+    outside = acquisition.maximize_on_box(getkey(), objective(jnp.asarray([1.5, 0.2])), lower, upper, num_steps=200)
     np.testing.assert_allclose(outside.x, [1.0, 0.2], atol=1e-3)
     with pytest.raises(ValueError, match="`lower` must be < `upper`"):
-        acquisition.maximise_on_box(getkey(), objective(jnp.zeros(2)), upper, lower)
+        acquisition.maximize_on_box(getkey(), objective(jnp.zeros(2)), upper, lower)

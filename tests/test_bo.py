@@ -1,7 +1,7 @@
 """Tests of `gpcompose.bo`: a BES run on Branin reaches the minimum region, a run vmapped
 over seeds equals single runs, BES falls back to EI exactly when no sample is accepted,
-the drivers record failed evaluations and keep the original sign, checkpoints resume a run
-bit for bit and refuse other shapes, and bad input."""
+the drivers record failed evaluations and keep the original sign, the default learner (EI)
+needs no bounds, checkpoints resume a run bit for bit and refuse other shapes, and bad input."""
 
 import equinox as eqx
 import jax
@@ -127,6 +127,15 @@ def test_minimize_records_failures_and_keeps_the_sign():
     np.testing.assert_allclose(resumed.X, found.X, rtol=1e-12)
 
 
+def test_minimize_runs_with_the_default_learner_and_no_bounds():
+    # `BO()` is expected improvement, which needs neither f⁺ nor f⁻ (BES must be chosen explicitly).
+    assert isinstance(bo.BO().acquisition, bo.ExpectedImprovement)
+    found = bo.minimize(branin, BRANIN_LOWER, BRANIN_UPPER, key=jax.random.key(0), budget=3)
+    assert found.num_failed == 0 and found.X.shape == (3, 2)
+    np.testing.assert_allclose(found.y, [float(branin(np.asarray(x))) for x in found.X], rtol=1e-10)
+    assert float(found.y_best) == float(np.min(found.y))
+
+
 def test_given_evaluations_count_towards_the_initial_design():
     X = np.array([[0.0, 5.0], [5.0, 10.0], [-3.0, 12.0]])
     y = np.array([float(branin(x)) for x in X])
@@ -246,9 +255,9 @@ def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match="BoundedEntropySearch needs `f_plus`, `f_minus`"):
         start()
     with pytest.raises(ValueError, match="BoundedEntropySearch needs `f_plus`, `f_minus`"):
-        bo.maximize(negative_branin, BRANIN_LOWER, BRANIN_UPPER, key=jax.random.key(0), budget=10)
-    with pytest.raises(ValueError, match="ExpectedRegretMinimisation needs `f_plus`"):
-        start(learner=bo.BO(acquisition=bo.ExpectedRegretMinimisation()), f_minus=0.0)
+        bo.maximize(negative_branin, BRANIN_LOWER, BRANIN_UPPER, key=jax.random.key(0), budget=10, learner=SMALL_BES)
+    with pytest.raises(ValueError, match="ExpectedRegretMinimization needs `f_plus`"):
+        start(learner=bo.BO(acquisition=bo.ExpectedRegretMinimization()), f_minus=0.0)
     with pytest.raises(ValueError, match="`budget`"):
         start(budget=2, f_plus=1.0)
     with pytest.raises(ValueError, match="`X` must have shape"):

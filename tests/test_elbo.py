@@ -226,7 +226,7 @@ def test_bad_input_raises_naming_the_argument(getkey):
 
 def test_axis_aligned_flag_gives_the_diagonal_family_in_the_rotated_pytree(getkey):
     """A VBMCMixture with `lambda_offdiagonal` and `axis_aligned` True is the diagonal
-    family: the same log density, ELBO and, under `maximise_elbo` on a surrogate whose
+    family: the same log density, ELBO and, under `maximize_elbo` on a surrogate whose
     target is correlated (so the off-diagonal entries would get a gradient), the same
     optimised mixture, with the off-diagonal entries and the flag unchanged."""
     correlation = 0.8
@@ -259,8 +259,8 @@ def test_axis_aligned_flag_gives_the_diagonal_family_in_the_rotated_pytree(getke
         quadrature.elbo(posterior, flagged, key, 256)[0], quadrature.elbo(posterior, diagonal, key, 256)[0], atol=1e-12
     )
     settings = dict(width=jnp.ones(2), num_steps=100, learning_rate=0.05, num_entropy_samples=64)
-    moved_flagged = quadrature.maximise_elbo(posterior, flagged, key, **settings)
-    moved_diagonal = quadrature.maximise_elbo(posterior, diagonal, key, **settings)
+    moved_flagged = quadrature.maximize_elbo(posterior, flagged, key, **settings)
+    moved_diagonal = quadrature.maximize_elbo(posterior, diagonal, key, **settings)
     np.testing.assert_array_equal(moved_flagged.lambda_offdiagonal, [0.7])
     assert bool(moved_flagged.axis_aligned)
     for name in ("logits", "means", "log_sigma", "log_lambda"):
@@ -268,7 +268,7 @@ def test_axis_aligned_flag_gives_the_diagonal_family_in_the_rotated_pytree(getke
     released = eqx.tree_at(lambda m: m.axis_aligned, flagged, jnp.asarray(False))
     unflagged = eqx.tree_at(lambda m: m.axis_aligned, flagged, None, is_leaf=lambda leaf: leaf is None)
     assert [bool(m.is_rotated) for m in (diagonal, flagged, released, unflagged)] == [False, False, True, True]
-    assert not np.allclose(quadrature.maximise_elbo(posterior, released, key, **settings).lambda_offdiagonal, 0.7)
+    assert not np.allclose(quadrature.maximize_elbo(posterior, released, key, **settings).lambda_offdiagonal, 0.7)
 
 
 def test_axis_aligned_flag_needs_the_offdiagonal_entries():
@@ -278,7 +278,7 @@ def test_axis_aligned_flag_needs_the_offdiagonal_entries():
         )
 
 
-def test_maximise_elbo_keeps_means_in_bounds_and_otherwise_reaches_the_target(getkey):
+def test_maximize_elbo_keeps_means_in_bounds_and_otherwise_reaches_the_target(getkey):
     """Target log Z + log N(x; μ, diag ω²) with μ = (0.3, −0.7): without bounds the one-component
     mixture's mean moves to μ; with the box [−1, 0] × [−0.5, 1], which excludes μ₁ and μ₂ on
     opposite sides, it ends on the box's faces (projected ascent), μ clipped to (0, −0.5)."""
@@ -291,8 +291,8 @@ def test_maximise_elbo_keeps_means_in_bounds_and_otherwise_reaches_the_target(ge
     start = mixtures.VBMCMixture(jnp.zeros(1), jnp.array([[-0.5, 0.5]]), jnp.zeros(1), jnp.zeros(2), jnp.ones(1, bool))
     settings = dict(width=jnp.ones(2), num_steps=400, learning_rate=0.05, num_entropy_samples=64)
     key = getkey()
-    free = quadrature.maximise_elbo(posterior, start, key, **settings)
+    free = quadrature.maximize_elbo(posterior, start, key, **settings)
     np.testing.assert_allclose(np.asarray(free.means[0]), np.asarray(location), atol=0.05)
     box = (jnp.array([-1.0, -0.5]), jnp.array([0.0, 1.0]))
-    bounded = quadrature.maximise_elbo(posterior, start, key, bounds=box, **settings)
+    bounded = quadrature.maximize_elbo(posterior, start, key, bounds=box, **settings)
     np.testing.assert_allclose(np.asarray(bounded.means[0]), [0.0, -0.5], atol=1e-12)

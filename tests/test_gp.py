@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from gpcompose import RESULTS, gp, kernels, means
-from gpcompose.parameters import Positive
+from gpcompose.parameters import Positive, value_of
 
-from .helpers import autodiff_gradient, dense_exact_posterior, finite_difference_gradient
+from .helpers import autodiff_gradient, dense_exact_posterior, dense_kernel, finite_difference_gradient
 
 
 def make_problem(key, num_points=30, dimension=2):
@@ -33,6 +33,29 @@ def test_condition_matches_dense_brute_force(getkey):
     np.testing.assert_allclose(covariance, cov, atol=1e-9)
     np.testing.assert_allclose(gp.log_marginal_likelihood(posterior), lml, rtol=1e-10)
     assert posterior.result == RESULTS.successful
+
+
+def test_predict_y_is_the_conditional_of_new_noisy_observations(getkey):
+    """(mean, variance) of y* = f(X*) + ε*, ε* ~ N(0, σ*²), given y: the Gaussian conditional of
+    the joint of (y, y*) by dense solves, for a scalar, a per-row and a parameter σ*²."""
+    kernel, mean, X, y, noise = make_problem(getkey())
+    X_new = jax.random.normal(getkey(), (7, 2))
+    posterior = gp.condition(kernel, mean, X, y, noise)
+    K = dense_kernel(kernel, X, X) + np.diag(noise)
+    cross = dense_kernel(kernel, X, X_new)
+    residual = np.asarray(y) - np.asarray(mean(X))
+    for new_noise in (0.02, 0.01 + 0.01 * np.arange(7.0), Positive(0.05)):
+        new_variance = np.broadcast_to(np.asarray(value_of(new_noise)), (7,))
+        joint_new = dense_kernel(kernel, X_new, X_new) + np.diag(new_variance)
+        expected_mean = np.asarray(mean(X_new)) + cross.T @ np.linalg.solve(K, residual)
+        expected_variance = np.diag(joint_new - cross.T @ np.linalg.solve(K, cross))
+        for mean_y, variance_y in (gp.predict_y(posterior, X_new, new_noise), posterior.predict_y(X_new, new_noise)):
+            np.testing.assert_allclose(mean_y, expected_mean, atol=1e-9)
+            np.testing.assert_allclose(variance_y, expected_variance, atol=1e-9)
+    with pytest.raises(ValueError, match="`noise_variance` must be a scalar or have shape \\(7,\\)"):
+        gp.predict_y(posterior, X_new, jnp.ones(3))
+    with pytest.raises(Exception, match="gp.predict_y: `noise_variance` must be finite and strictly positive"):
+        gp.predict_y(posterior, X_new, -1.0)
 
 
 def test_scalar_noise_equals_per_row_noise(getkey):

@@ -116,6 +116,24 @@ def test_positive_rejects_values_at_or_below_the_minimum(value, kwargs):
         Positive(jnp.asarray(value), **kwargs)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+@pytest.mark.parametrize("minimum", MINIMA)
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_positive_value_stays_finite_and_above_the_minimum_for_every_finite_u(transform, minimum, dtype):
+    # softplus(u) and eᵘ are 0 in floating point for u ≪ 0 (and eᵘ is inf for u ≫ 0): the value
+    # must still lie in (minimum, ∞), with a finite gradient, and be unchanged in between.
+    parameter = Positive(jnp.asarray(1.0 + minimum, dtype), transform=transform, minimum=minimum)
+    u = jnp.asarray([-1e4, -800.0, -120.0, -3.0, 0.0, 3.0, 120.0, 800.0, 1e4], dtype)
+    values = eqx.filter_vmap(lambda u: _with_unconstrained(parameter, u).value)(u)
+    gradients = jax.vmap(jax.grad(lambda u: _with_unconstrained(parameter, u).value))(u)
+    assert values.dtype == dtype
+    assert np.all(np.isfinite(values)) and np.all(np.asarray(values) > np.asarray(minimum, dtype)), values
+    assert np.all(np.isfinite(gradients)), gradients
+    middle = np.asarray(u[3:6], np.float64)
+    expected = minimum + (np.exp(middle) if transform == "exp" else np.logaddexp(0.0, middle))
+    np.testing.assert_allclose(values[3:6], expected, rtol=10 * np.finfo(dtype).eps)
+
+
 def test_positive_rejects_unknown_transform():
     with pytest.raises(ValueError, match="transform"):
         Positive(1.0, transform="log")
@@ -142,6 +160,19 @@ def test_interval_round_trips_value_with_array_bounds():
     # far out on both sides the value stays inside the closed interval
     extreme = _with_unconstrained(parameter, jnp.asarray([-800.0, 800.0, -40.0, 40.0])).value
     assert np.all(np.asarray(extreme) >= lower) and np.all(np.asarray(extreme) <= upper)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_interval_value_stays_strictly_inside_for_every_finite_u(dtype):
+    # σ(u) rounds to 0 or 1 for large |u|: the value must stay strictly inside, with a finite gradient.
+    lower = jnp.asarray([0.0, -2.0, 1.5, -1.0], dtype)
+    upper = jnp.asarray([1.0, 3.0, 1.5001, -0.5], dtype)
+    parameter = Interval((lower + upper) / 2, lower=lower, upper=upper)
+    for u in (-1e4, -800.0, -40.0, 40.0, 800.0, 1e4):
+        moved = _with_unconstrained(parameter, jnp.full(4, u, dtype))
+        gradient = jax.grad(lambda v: jnp.sum(_with_unconstrained(parameter, v).value))(moved.unconstrained)
+        assert np.all((moved.value > lower) & (moved.value < upper)), (u, moved.value)
+        assert np.all(np.isfinite(gradient))
 
 
 def test_interval_log_jacobian_matches_autodiff():

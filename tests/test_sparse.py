@@ -42,6 +42,23 @@ def test_matches_dense_textbook_formulae(getkey, jitter):
     np.testing.assert_allclose(sparse.elbo(posterior), bound, rtol=1e-9)
 
 
+def test_predict_y_adds_the_noise_to_the_dense_sgpr_predictive_and_equals_the_exact_one_at_z_equal_x(getkey):
+    kernel, mean, X, y, noise = make_problem(getkey())
+    X_new = jax.random.normal(getkey(), (6, 2))
+    new_noise = 0.01 + 0.01 * np.arange(6.0)
+    posterior = sparse.condition(kernel, mean, X, y, noise, X[:7] + 0.1)
+    mu, cov, _ = dense_sparse_posterior(kernel, mean, X, y, noise, X[:7] + 0.1, X_new, relative_jitter=INDUCING_JITTER)
+    for mean_y, variance_y in (sparse.predict_y(posterior, X_new, new_noise), posterior.predict_y(X_new, new_noise)):
+        np.testing.assert_allclose(mean_y, mu, atol=1e-8)
+        np.testing.assert_allclose(variance_y, np.diag(cov) + new_noise, atol=1e-8)
+    full = sparse.condition(kernel, mean, X, y, noise, X, inducing_jitter=0.0)
+    exact = gp.condition(kernel, mean, X, y, noise)
+    for got, expected in zip(sparse.predict_y(full, X_new, Positive(0.03)), gp.predict_y(exact, X_new, 0.03)):
+        np.testing.assert_allclose(got, expected, atol=1e-7)
+    with pytest.raises(Exception, match="sparse.predict_y: `noise_variance` must be finite and strictly positive"):
+        sparse.predict_y(posterior, X_new, 0.0)
+
+
 def test_elbo_bounds_the_marginal_likelihood_and_grows_with_nested_inducing_sets(getkey):
     kernel, mean, X, y, noise = make_problem(getkey(), num_points=40)
     lml = gp.log_marginal_likelihood(gp.condition(kernel, mean, X, y, noise))

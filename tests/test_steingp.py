@@ -274,7 +274,7 @@ def test_one_particle_ascends_to_the_map_hyperparameters(data, getkey):
         posterior = gpcompose.gp.condition(prior_kernel, gpcompose.means.Zero(), X, y, gaussian.variance)
         return gpcompose.gp.log_marginal_likelihood(posterior)
 
-    map_fit = gpcompose.maximise(log_marginal_likelihood, (model.kernel, model.likelihood))
+    map_fit = gpcompose.maximize(log_marginal_likelihood, (model.kernel, model.likelihood))
     map_kernel, map_likelihood = map_fit.params
     for fitted, reference in [
         (kernel.lengthscale, map_kernel.lengthscale),

@@ -13,7 +13,7 @@ from ._validation import check_model
 
 
 class CAVI(eqx.Module):
-    """Coordinate-ascent VI for a full GP with a super-Gaussian likelihood (AACI document Alg. 1).
+    """Coordinate-ascent VI for a full GP with a super-Gaussian likelihood (Galy-Fajou et al. 2020, Alg. 1).
 
     Each step sets c_i² = E_q h_i², ω̄_i = −φ′(c_i²)/φ(c_i²) and then
 

@@ -33,7 +33,7 @@ class GibbsInfo(eqx.Module):
 
 
 class Gibbs(eqx.Module):
-    """The exact Gibbs sampler of the augmented model (AACI document Alg. 2, Theorem 2):
+    """The exact Gibbs sampler of the augmented model (Galy-Fajou et al. 2020, Alg. 2, Theorem 2):
 
         ω_i | f_i ~ π(ω | c_i), c_i = |h(f_i, y_i)|           (`likelihood.sample_omega`)
         f | ω, y ~ N(μ, Σ),  Σ = (K⁻¹ + diag(2ω ∘ γ))⁻¹,  μ = Σ(K⁻¹μ₀ + g + ω ∘ β).

@@ -11,7 +11,7 @@ def expected_squared_h(
     mean: Float[Array, " N"],
     variance: Float[Array, " N"],
 ) -> Float[Array, " N"]:
-    """c² = E_q[h²] = (a₀ + a₁ m)² + a₁² s, the local CAVI update (document Alg. 1) in the affine
+    """c² = E_q[h²] = (a₀ + a₁ m)² + a₁² s, the local CAVI update (Galy-Fajou et al. 2020, Alg. 1) in the affine
     form h = a₀ + a₁ f (α = a₀², β = −2a₀a₁, γ = a₁²), which has no cancellation."""
     a0, a1 = likelihood.affine_coefficients(y)
     return (a0 + a1 * mean) ** 2 + a1**2 * variance
@@ -24,7 +24,7 @@ def natural_targets(
     omega: Float[Array, " N"],
     scale: Float[Array, ""],
 ) -> NaturalGaussian:
-    """The optimal q(v) given ω (document Theorem 2 / Alg. 1 and 3, in whitened coordinates).
+    """The optimal q(v) given ω (Galy-Fajou et al. 2020, Theorem 2 and Algs. 1 and 3, in whitened coordinates).
 
     Given ω the likelihood is exp(b f − ½ λ f²) up to a constant, with the site precision
     λ = 2ω a₁² (= 2ωγ) and b = g + ωβ = g − 2ω a₀ a₁. With f = μ₀ + A v and v ~ N(0, I):

@@ -26,7 +26,7 @@ def natural_step(
     1. local: c_i² = E_q h_i² under the current q (with the Titsias variance term) and ω̄_i = ω̄(c_i²);
     2. global: η ← (1 − ρ) η + ρ η̂(ω̄) in natural parameters (`natural_targets`);
     3. hyperparameters (if `optimizer` is given): one optax step on −(L_aug + log prior) with the
-       new q held fixed (document §5.3 trains the kernel with ADAM; here every non-`Fixed`
+       new q held fixed (Galy-Fajou et al. 2020, §5.3, train the kernel with ADAM; here every non-`Fixed`
        parameter of the kernel, likelihood and mean).
     """
     projection = project(

@@ -73,7 +73,7 @@ def standard_elbo(
 
     with the expectations by the likelihood's `expected_log_prob` (Gauss–Legendre on each side
     of the kink of |h|, `split_gauss_legendre_nodes`). L_std − L_aug = Σ_i (E_q log φ(h_i²) −
-    log φ(E_q h_i²)) ≥ 0 (document A.4.3; ≥ 0 by Jensen since log φ is convex).
+    log φ(E_q h_i²)) ≥ 0 (Galy-Fajou et al. 2020, App. A.4.3; ≥ 0 by Jensen since log φ is convex).
     """
     X, y, scale = _inputs(state, X, y, num_data)
     projection = project(

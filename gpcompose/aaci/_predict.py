@@ -33,7 +33,7 @@ def log_predictive_density(
     state: AACIState, X_new: Float[ArrayLike, "Q D"], y_new: Float[ArrayLike, " Q"]
 ) -> Float[Array, " Q"]:
     """log p(y* | data) ≈ log E_q[p(y* | f*)] per point, in log space with the quadrature of
-    `standard_elbo` (the negative of the held-out NLL of the document's §5)."""
+    `standard_elbo` (the negative of the held-out NLL of Galy-Fajou et al. 2020, §5)."""
     mean, variance = predict(state, X_new)
     y_new = state.likelihood.targets(check_targets(y_new, "y_new", mean.shape[0]))
     return state.likelihood.log_predictive_density(y_new, mean, variance)

@@ -78,7 +78,7 @@ class NaturalGaussian(eqx.Module):
 
     def kl_to_prior(self) -> Float[Array, ""]:
         """KL[q(v) ‖ N(0, I)] = ½ (tr S + mᵀm − M + log det S⁻¹), equal to KL[q(u) ‖ p(u)] (and
-        to KL[q(f) ‖ p(f)] of the document's A.4 when Z = X)."""
+        to KL[q(f) ‖ p(f)] of Galy-Fajou et al. 2020, App. A.4, when Z = X)."""
         mean, factor = self.moments()
         inverse_factor = solve_triangular(factor.lower, jnp.eye(mean.shape[0], dtype=mean.dtype))
         trace = jnp.sum(inverse_factor**2)

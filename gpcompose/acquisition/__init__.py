@@ -2,9 +2,9 @@
 multi-start maximiser."""
 
 from .._multistart import MultistartResult as MultistartResult
-from .._multistart import maximise_from_candidates as maximise_from_candidates
-from .._multistart import maximise_multistart as maximise_multistart
-from .._multistart import maximise_on_box as maximise_on_box
+from .._multistart import maximize_from_candidates as maximize_from_candidates
+from .._multistart import maximize_multistart as maximize_multistart
+from .._multistart import maximize_on_box as maximize_on_box
 from ._bounded_entropy_search import BoundedEntropySearchCache as BoundedEntropySearchCache
 from ._bounded_entropy_search import bounded_entropy_search as bounded_entropy_search
 from ._confidence_bound import upper_confidence_bound as upper_confidence_bound

@@ -7,7 +7,7 @@ from jaxtyping import Array, Float
 
 
 class BoundedEntropySearchCache(eqx.Module):
-    """Per-iteration quantities of BES (bounded-BO document App. B.2), computed once:
+    """Per-iteration quantities of BES (Nguyen et al. 2021, App. B.2), computed once:
     the sample maximisers x_m⁺ and maxima g_m⁺, the log weights log π(g_m), and the
     current predictive mean μ_m = μ(x_m⁺) and variance s_m² = σ²(x_m⁺)."""
 
@@ -31,7 +31,7 @@ def bounded_entropy_search(
         α(x) = (1/M) Σ_m A_m(x) [½ log(s_m²/s_{m,x}²) − ½ (g_m⁺ − μ_m)² (1/s_{m,x}² − 1/s_m²)],
 
     i.e. (1/M) Σ_m p_x log(p_x/p) with p = π N(g⁺|μ, s²), p_x = π N(g⁺|μ_x, s_x²) under the
-    document's μ_x ≈ μ (which makes the expectation over y_x trivial). w = softmax(log π):
+    paper's μ_x ≈ μ (which makes the expectation over y_x trivial). w = softmax(log π):
     normalising does not move the argmax, and a weight of −∞ drops a sample exactly.
     `lookahead_variance` is s_{m,x}² = σ_x²(x_m⁺), the variance at the maximisers after
     adding x (e.g. `gp.lookahead_variance`). Variances are floored at `variance_floor`.

@@ -22,7 +22,7 @@ def log_expected_interquantile_range(
 ) -> Float[Array, ""]:
     """log E_{x′~q}[sinh(α s⋆(x′; x))], the loss behind the IMIQR/VIQR acquisition a₂.
 
-    a₂(x) = −2 ∫ q(x′) sinh(α s⋆(x′; x)) dx′ (SVBMC eq. 2), α = Φ⁻¹(`quantile`), with
+    a₂(x) = −2 ∫ q(x′) sinh(α s⋆(x′; x)) dx′ (Li et al. 2023, eq. 2), α = Φ⁻¹(`quantile`), with
     s⋆(x′; x) the latent standard deviation at x′ after a hypothetical observation at x
     with noise variance `noise_variance` (rank-1 look-ahead, no refit). The integral is
     a Monte Carlo average over `reference_points` drawn from q (as PyVBMC's `AcqFcnVIQR`);

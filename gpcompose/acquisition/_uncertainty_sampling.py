@@ -10,7 +10,7 @@ def log_prospective_uncertainty(
 ) -> Float[Array, ""]:
     """log a₁(x) = log s²(x) + log q(x) + f̄(x), prospective uncertainty sampling.
 
-    a₁(x) = s²(x) q_φ(x) exp(f̄(x)) (SVBMC eq. 1; VBMC's a_pro) with f̄, s² the latent
+    a₁(x) = s²(x) q_φ(x) exp(f̄(x)) (Li et al. 2023, eq. 1; VBMC's a_pro) with f̄, s² the latent
     posterior mean and variance of the GP model of the log density. Computed in log
     space; a zero variance (at a noiseless training point) gives a large negative
     finite value rather than −∞, so gradients stay finite.

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from .._errors import error_if
 from .._jit import public_jit
 
 
@@ -98,7 +99,7 @@ def _checked_arguments(x0, sigma0, num_evaluations: int, population_size: int | 
     sigma0 = jnp.asarray(sigma0, x0.dtype)
     if sigma0.shape != ():
         raise ValueError(f"`sigma0` must be a scalar, got shape {sigma0.shape}.")
-    sigma0 = eqx.error_if(sigma0, ~(sigma0 > 0), "`sigma0` must be positive.")
+    sigma0 = error_if(sigma0, ~(sigma0 > 0), "`sigma0` must be positive.")
     return x0, sigma0, population
 
 

@@ -70,7 +70,7 @@ def _g_sobol(x):
 
 
 def optimisation_functions() -> dict[str, OptimisationFunction]:
-    """The document's functions by name: forrester (1-D), branin, rosenbrock, mccormick (2-D),
+    """The test functions of Nguyen et al. (2021) by name: forrester (1-D), branin, rosenbrock, mccormick (2-D),
     hartmann3 (3-D), alpine1, gsobol (5-D)."""
     return {
         "forrester": OptimisationFunction("forrester", _forrester, (0.0,), (1.0,), -6.02074, 15.8297),

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
+from .._errors import error_if
 from .._jit import public_jit
 from .._select import select_tree
 
@@ -84,7 +85,7 @@ def slice_sampling_evaluations(
         widths = jnp.full((dimension,), widths)
     if widths.shape != (dimension,):
         raise ValueError(f"`width` must be a scalar or have shape ({dimension},), got shape {widths.shape}.")
-    widths = eqx.error_if(widths, ~jnp.all(widths > 0), "`width` must be positive.")
+    widths = error_if(widths, ~jnp.all(widths > 0), "`width` must be positive.")
 
     def evaluate_once(state: _SliceState, step_key):
         proposal_key, transition_key = jax.random.split(step_key)

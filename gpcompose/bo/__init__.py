@@ -1,12 +1,13 @@
 """Bayesian optimisation with approximate bounds (Nguyen, Deisenroth & Osborne 2021): the
-active learner `BO` with bounded entropy search on the square-root GP (EI fallback) or the
-baselines EI, UCB, MES, Thompson sampling, ERM and random search as its `acquisition`,
-driven by `gpcompose.run_black_box`/`run_traceable`, and `maximize`/`minimize`."""
+active learner `BO` with bounded entropy search on the square-root GP (EI fallback; needs
+f⁺ or f⁻) or the baselines EI (the default), UCB, MES, Thompson sampling, ERM and random
+search as its `acquisition`, driven by `gpcompose.run_black_box`/`run_traceable`, and
+`maximize`/`minimize`."""
 
 from ._acquisitions import AbstractAcquisition as AbstractAcquisition
 from ._acquisitions import BoundedEntropySearch as BoundedEntropySearch
 from ._acquisitions import ExpectedImprovement as ExpectedImprovement
-from ._acquisitions import ExpectedRegretMinimisation as ExpectedRegretMinimisation
+from ._acquisitions import ExpectedRegretMinimization as ExpectedRegretMinimization
 from ._acquisitions import MaxValueEntropySearch as MaxValueEntropySearch
 from ._acquisitions import RandomSearch as RandomSearch
 from ._acquisitions import ThompsonSampling as ThompsonSampling

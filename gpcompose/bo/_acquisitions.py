@@ -77,7 +77,7 @@ class BoundedEntropySearch(_AbstractSquareRootAcquisition):
     evaluated).
     """
 
-    num_samples: int = eqx.field(static=True, default=200)  # M, the document's value (Sec. 5)
+    num_samples: int = eqx.field(static=True, default=200)  # M, as in Nguyen et al. 2021, Sec. 5
     num_features: int = eqx.field(static=True, default=100)  # l random Fourier features per sample (Sec. 5)
     # Accepted samples (`bounded.accepted`, Sec. 3.2; none: EI fallback): each extremum within 2η of its bound
     # ("coordinate") or both jointly ("mahalanobis"); the paper does not say which.
@@ -110,11 +110,11 @@ class BoundedEntropySearch(_AbstractSquareRootAcquisition):
         def entropy_search(u):
             return bounded_entropy_search(cache, surrogate.lookahead_variance(extrema.x_max, u))
 
-        found = context.maximise(search_key, entropy_search, jnp.concatenate([context.inputs, extrema.x_max]))
+        found = context.maximize(search_key, entropy_search, jnp.concatenate([context.inputs, extrema.x_max]))
         informative = jnp.any(is_accepted) & (found.value > 0)
 
         def expected_improvement():
-            fallback = context.maximise(search_key, context.expected_improvement(), context.inputs)
+            fallback = context.maximize(search_key, context.expected_improvement(), context.inputs)
             return fallback.x, fallback.value
 
         x, value = jax.lax.cond(informative, lambda: (found.x, found.value), expected_improvement)
@@ -126,7 +126,7 @@ class ExpectedImprovement(AbstractAcquisition):
     in log space (`acquisition.log_expected_improvement`)."""
 
     def propose(self, context: ProposalContext, sample_key: PRNGKeyArray, search_key: PRNGKeyArray) -> Proposal:
-        found = context.maximise(search_key, context.expected_improvement(), context.inputs)
+        found = context.maximize(search_key, context.expected_improvement(), context.inputs)
         return Proposal.of(found.x, found.value)
 
 
@@ -142,7 +142,7 @@ class UpperConfidenceBound(AbstractAcquisition):
             mean, variance = context.surrogate.predict(u[None, :])
             return upper_confidence_bound(mean[0], variance[0], beta)
 
-        found = context.maximise(search_key, objective, context.inputs)
+        found = context.maximize(search_key, objective, context.inputs)
         return Proposal.of(found.x, found.value)
 
 
@@ -163,7 +163,7 @@ class MaxValueEntropySearch(AbstractAcquisition):
             mean, variance = context.surrogate.predict(u[None, :])
             return max_value_entropy_search(mean[0], variance[0], extrema.value_max)
 
-        found = context.maximise(search_key, objective, jnp.concatenate([context.inputs, extrema.x_max]))
+        found = context.maximize(search_key, objective, jnp.concatenate([context.inputs, extrema.x_max]))
         return Proposal.of(found.x, found.value)
 
 
@@ -181,7 +181,7 @@ class ThompsonSampling(AbstractAcquisition):
         return Proposal.of(extrema.x_max[0], extrema.value_max[0])
 
 
-class ExpectedRegretMinimisation(_AbstractSquareRootAcquisition):
+class ExpectedRegretMinimization(_AbstractSquareRootAcquisition):
     """Expected regret minimisation with a known optimum f⁺ (Nguyen & Osborne 2020), maximising
     −log E[(f⁺ − f(x))₊] (`acquisition.log_expected_regret`). Needs f⁺."""
 
@@ -194,7 +194,7 @@ class ExpectedRegretMinimisation(_AbstractSquareRootAcquisition):
 
     def check_bounds(self, has_f_plus: bool, has_f_minus: bool) -> None:
         if not has_f_plus:
-            raise ValueError("ExpectedRegretMinimisation needs `f_plus` (the known optimum).")
+            raise ValueError("ExpectedRegretMinimization needs `f_plus` (the known optimum).")
 
     def propose(self, context: ProposalContext, sample_key: PRNGKeyArray, search_key: PRNGKeyArray) -> Proposal:
         optimum = context.bounds.f_plus
@@ -203,7 +203,7 @@ class ExpectedRegretMinimisation(_AbstractSquareRootAcquisition):
             mean, variance = context.surrogate.predict(u[None, :])
             return -log_expected_regret(mean[0], variance[0], optimum)
 
-        found = context.maximise(search_key, objective, context.inputs)
+        found = context.maximize(search_key, objective, context.inputs)
         return Proposal.of(found.x, found.value)
 
 

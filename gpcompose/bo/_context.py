@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from ..acquisition import MultistartResult, log_expected_improvement, maximise_on_box
+from ..acquisition import MultistartResult, log_expected_improvement, maximize_on_box
 from ..bounded import Bounds
 from ..sampling import sample_extrema
 from ._surrogate import Surrogate
@@ -38,7 +38,7 @@ class ProposalContext(eqx.Module):
         """The input dimension D."""
         return self.inputs.shape[1]
 
-    def maximise(
+    def maximize(
         self,
         key: PRNGKeyArray,
         objective: Callable[[Float[Array, " D"]], Float[Array, ""]],
@@ -46,10 +46,10 @@ class ProposalContext(eqx.Module):
     ) -> MultistartResult:
         """Maximise `objective` on the unit cube from `num_candidates` uniform candidates and
         the `extra` ones, with `num_starts` Adam restarts of `search_steps` steps
-        (`acquisition.maximise_on_box`)."""
+        (`acquisition.maximize_on_box`)."""
         unit_lower = jnp.zeros(self.dimension, self.inputs.dtype)
         unit_upper = jnp.ones(self.dimension, self.inputs.dtype)
-        return maximise_on_box(
+        return maximize_on_box(
             key,
             objective,
             unit_lower,

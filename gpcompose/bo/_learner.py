@@ -11,7 +11,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
 from .._jit import public_jit
 from .._validation import check_box
 from ..active_learning import AbstractActiveLearner, Evaluations, require_single_run
-from ._acquisitions import AbstractAcquisition, BoundedEntropySearch
+from ._acquisitions import AbstractAcquisition, ExpectedImprovement
 from ._propose import propose
 from ._state import BOAskInfo, BOResult, BOState, BOUpdateInfo
 
@@ -51,11 +51,18 @@ class BO(AbstractActiveLearner[BOState]):
     refits the surrogate (a GP, or the square-root GP f = c − ½h² for acquisitions that use f⁺)
     by ML-II and returns the maximiser of the `acquisition`. `update` does nothing.
 
+    The default acquisition is expected improvement, which needs no bounds (Ax's default on
+    BoTorch is of this kind too, log noisy expected improvement). Bounded entropy search, the
+    method of the paper, is chosen explicitly, `BO(acquisition=BoundedEntropySearch())`, and
+    needs `f_plus`, `f_minus` or both in `init` (a `ValueError` naming them otherwise); an
+    acquisition that does not use the bounds (EI, UCB, MES, Thompson sampling, random search)
+    ignores any that are given.
+
     Static fields: changing one recompiles; the state's arrays do not.
     """
 
-    # The acquisition: bounded entropy search (needs f⁺ or f⁻), or a baseline such as `ExpectedImprovement()`.
-    acquisition: AbstractAcquisition = eqx.field(default_factory=BoundedEntropySearch)
+    # The acquisition: expected improvement (default), bounded entropy search (needs f⁺ or f⁻), or another baseline.
+    acquisition: AbstractAcquisition = eqx.field(default_factory=ExpectedImprovement)
     # Successful evaluations (the given ones included) before the model is used; None: max(d, 2) (the paper: d).
     initial_design_size: int | None = eqx.field(static=True, default=None)
     # Default looseness of f⁺ and f⁻ when η₊, η₋ are not given: η² per input dimension, standardised units (Sec. 5).

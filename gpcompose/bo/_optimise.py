@@ -29,16 +29,18 @@ def maximize(
     checkpoint: Checkpoint | None = None,
 ) -> BOResult:
     """Maximise a black-box `function(x)` (x a NumPy array of shape (D,)) on the box
-    [`lower`, `upper`] with `budget` evaluations, using approximate bounds f⁺ ≥ max f and
-    f⁻ ≤ min f with looseness η₊, η₋ (Nguyen, Deisenroth & Osborne 2021).
+    [`lower`, `upper`] with `budget` evaluations, optionally using approximate bounds
+    f⁺ ≥ max f and f⁻ ≤ min f with looseness η₊, η₋ (Nguyen, Deisenroth & Osborne 2021).
 
     Exactly `state = learner.init(X, y, lower, upper, budget=budget, f_plus=…, …)`,
     `state = gpcompose.run_black_box(learner, function, state, key, callback=…,
-    checkpoint=…)`, `learner.result(state)`. `learner` defaults to `BO()` (bounded entropy
-    search, which needs `f_plus`, `f_minus` or both); `X`, `y` are evaluations made before
-    (default none). An exception or a non-finite value of `function` is recorded as a failed
-    evaluation and the run goes on; resume an interrupted run from its checkpoint with
-    `gpcompose.load_checkpoint` and `run_black_box`.
+    checkpoint=…)`, `learner.result(state)`. `learner` defaults to `BO()`, expected
+    improvement, which needs no bounds and ignores any given; to use the bounds choose bounded
+    entropy search, `learner=BO(acquisition=BoundedEntropySearch())`, which needs `f_plus`,
+    `f_minus` or both. `X`, `y` are evaluations made before (default none). An exception or a
+    non-finite value of `function` is recorded as a failed evaluation and the run goes on;
+    resume an interrupted run from its checkpoint with `gpcompose.load_checkpoint` and
+    `run_black_box`.
     """
     learner = BO() if learner is None else learner
     if (X is None) != (y is None):

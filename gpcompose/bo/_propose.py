@@ -26,7 +26,7 @@ def standardisation(evaluations: Evaluations) -> tuple[Float[Array, ""], Float[A
 
 def standardised_bounds(learner: "BO", state: BOState, location, scale) -> Bounds | None:
     """The bounds in standardised units; a missing η takes the learner's default, the
-    document's η₊² = 0.02 d, η₋² = 0.5 d (Sec. 5)."""
+    η₊² = 0.02 d, η₋² = 0.5 d of Nguyen et al. 2021, Sec. 5."""
     if state.f_plus is None and state.f_minus is None:
         return None
     dtype = state.evaluations.values.dtype

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .. import gp
-from .._maximise import maximise
+from .._maximize import maximize
 from .._posterior_interface import AbstractPosterior
 from ..bounded import (
     RootPriorMean,
@@ -83,7 +83,7 @@ def fit_surrogate(
     fit_steps: int,
     root_centre: RootPriorMean = "data",
 ) -> Surrogate:
-    """ML-II fit (optimistix BFGS through `maximise`) of a GP to standardised outputs `y`
+    """ML-II fit (optimistix BFGS through `maximize`) of a GP to standardised outputs `y`
     (zero prior mean), or with an `offset` c to h = √(2(c − y)) for the square-root GP
     (Alg. 1; prior mean of h `bounded.root_prior_mean(c, root_centre)`). A fit that ends
     non-finite keeps the initial values."""
@@ -99,7 +99,7 @@ def fit_surrogate(
         variance = jnp.maximum(spread, 0.05)
     initial = _initial_parameters(X.shape[1], variance)
     data = (X, targets, mask, mean)
-    fit = maximise(_log_marginal_likelihood, initial, data, max_steps=fit_steps, scale=count)
+    fit = maximize(_log_marginal_likelihood, initial, data, max_steps=fit_steps, scale=count)
     parameters = fit.params_or(initial)
     noise_variance = parameters["noise"].value
     if offset is None:

@@ -6,7 +6,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from .._observations import observed_box
 from .._posterior_interface import AbstractGaussianPosterior
 from ..mixtures import GaussianMixture
-from ..quadrature import maximise_elbo
+from ..quadrature import maximize_elbo
 from ._relbo import fit_component
 from ._reweight import add_and_prune
 from ._weight import solve_weight, weight_problem
@@ -61,7 +61,7 @@ class Boosting(eqx.Module):
        by bisection on 𝓛′(w) (`WeightProblem`).
     3. **Re-weighting and pruning**: w_j ← (1 − w_t) w_j, drop w_j < β, renormalise.
     4. **Joint update**, every `joint_update_every` steps: Adam on the surrogate ELBO over
-       all means, scales and weights (`quadrature.maximise_elbo`), then pruning again.
+       all means, scales and weights (`quadrature.maximize_elbo`), then pruning again.
 
     **Fields** (defaults from the thesis and its reference code; [ours] where they give
     none):
@@ -148,7 +148,7 @@ class Boosting(eqx.Module):
         """Adam on the surrogate ELBO over every component, then pruning below β."""
         mixture = state.mixture
         width = jnp.sqrt(jnp.diag(mixture.covariance()))
-        mixture = maximise_elbo(
+        mixture = maximize_elbo(
             state.surrogate,
             mixture,
             key,

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
+from .._errors import error_if
 from ..sampling import SampleExtrema
 
 
@@ -23,7 +24,7 @@ def _is_concrete(*values) -> bool:
 
 
 class Bounds(eqx.Module):
-    """Approximate bounds on a function (bounded-sampling document, Def. 1):
+    """Approximate bounds on a function (Nguyen et al. 2021, Def. 1):
     f⁺ ~ N(max f, η₊²) and f⁻ ~ N(min f, η₋²); either or both may be given.
 
     **Arguments:** `f_plus` (f⁺) with its looseness `eta_plus` (η₊ > 0, a standard
@@ -90,11 +91,11 @@ def _checked(bounds: Bounds) -> Bounds:
             bad = bad | ~(eta > 0)
     if bounds.f_plus is not None and bounds.f_minus is not None:
         bad = bad | ~(bounds.f_minus < bounds.f_plus)
-    return eqx.error_if(bounds, bad, "Bounds need η > 0 and f_minus < f_plus.")
+    return error_if(bounds, bad, "Bounds need η > 0 and f_minus < f_plus.")
 
 
 def log_weights(bounds: Bounds, extrema: SampleExtrema) -> Float[Array, " M"]:
-    """log π(g_m) = log N([g_m⁻, g_m⁺] | [f⁻, f⁺], diag(η₋², η₊²)) (document eq. 4),
+    """log π(g_m) = log N([g_m⁻, g_m⁺] | [f⁻, f⁺], diag(η₋², η₊²)) (Nguyen et al. 2021, eq. 4),
     the univariate density of the one coordinate given when only one bound is.
 
     Raw π underflows for tight η, so use these through `softmax` (`weighted_mean`).
@@ -116,7 +117,7 @@ def accepted(
     """Samples whose extrema lie within `num_sd` standard deviations of the bounds (§3.2).
 
     `rule="coordinate"` (default): |g_m⁺ − f⁺| ≤ num_sd·η₊ and |g_m⁻ − f⁻| ≤ num_sd·η₋;
-    `rule="mahalanobis"`: √(Σ ((g − f)/η)²) ≤ num_sd. The document does not say which it
+    `rule="mahalanobis"`: √(Σ ((g − f)/η)²) ≤ num_sd. The paper does not say which it
     means; they agree when one bound is given.
     """
     if rule not in ("coordinate", "mahalanobis"):

@@ -14,12 +14,12 @@ from ._bounds import Bounds
 
 
 class SquareRootPosterior(AbstractPosterior):
-    """The square-root GP f(x) = c − ½ h(x)², h ~ GP (document §3.3, eq. 5, after
+    """The square-root GP f(x) = c − ½ h(x)², h ~ GP (Nguyen et al. 2021, §3.3, eq. 5, after
     Gunter et al. 2014), conditioned on h_i = √(2(c − y_i)).
 
     `root` is the exact posterior of h; `offset` is c = f⁺ + 2η₊, an upper bound of every
     sample; `num_clamped` counts the observations with y_i > c, whose h_i was clamped
-    to 0 (the document does not cover data above c).
+    to 0 (the paper does not cover data above c).
     """
 
     root: gp.ExactPosterior
@@ -63,13 +63,13 @@ RootPriorMean = Literal["data", "bound"]
 
 
 def root_prior_mean(offset: Float[Array, ""], centre: RootPriorMean = "data") -> Constant:
-    """The fixed prior mean m_h of h; the document does not give one.
+    """The fixed prior mean m_h of h; Nguyen et al. (2021) do not give one.
 
     - `"data"` (default): m_h = √(2c), for which f = c − ½h² has prior mean c − ½m_h² = 0, the
       mean of standardised data (our choice, after the predecessor code's √(2f*)).
     - `"bound"`: m_h = 0 (WSABI's zero-mean h), for which away from the data f has the linearised
       mean c and the exact mean c − ½k(x, x): the prior puts the unexplored region at the upper bound.
-      Samples' maxima then land near c, which is what the document's SRGP acceptance ratios (Table 1)
+      Samples' maxima then land near c, which is what the paper's SRGP acceptance ratios (Table 1)
       need; see benchmarks/README.md.
     """
     check_root_centre(centre, "centre")
@@ -115,7 +115,7 @@ def condition_square_root(
 def predict_linearised(
     posterior: SquareRootPosterior, X: Float[ArrayLike, "Q D"]
 ) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
-    """First-order (Taylor) predictive of f = c − ½h² around μ_h (document eqs. 6–7, B.5):
+    """First-order (Taylor) predictive of f = c − ½h² around μ_h (Nguyen et al. 2021, eqs. 6–7, B.5):
     μ_f = c − ½ μ_h², σ_f² = μ_h² σ_h²."""
     root_mean, root_variance = gp.predict(posterior.root, X)
     return posterior.offset - 0.5 * root_mean**2, root_mean**2 * root_variance
@@ -125,7 +125,7 @@ def predict_moment_matched(
     posterior: SquareRootPosterior, X: Float[ArrayLike, "Q D"]
 ) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
     """Exact moments of f = c − ½h² for h ~ N(μ_h, σ_h²) (WSABI-M style; not in the
-    document): E f = c − ½(μ_h² + σ_h²), Var f = μ_h² σ_h² + ½ σ_h⁴."""
+    paper): E f = c − ½(μ_h² + σ_h²), Var f = μ_h² σ_h² + ½ σ_h⁴."""
     root_mean, root_variance = gp.predict(posterior.root, X)
     mean = posterior.offset - 0.5 * (root_mean**2 + root_variance)
     return mean, root_mean**2 * root_variance + 0.5 * root_variance**2
@@ -138,7 +138,7 @@ def square_root_lookahead_variance(
     noise_variance: Float[ArrayLike, ""],
 ) -> Float[Array, " Q"]:
     """Linearised f-variance at `X_query` after observing h at `x` (noise σ_h²):
-    μ_h(x′)² σ²_{h,x}(x′) (document eq. 7 with the rank-1 look-ahead of h, §4)."""
+    μ_h(x′)² σ²_{h,x}(x′) (Nguyen et al. 2021, eq. 7, with the rank-1 look-ahead of h, §4)."""
     root_mean, _ = gp.predict(posterior.root, X_query)
     return root_mean**2 * gp.lookahead_variance(posterior.root, X_query, x, noise_variance)
 

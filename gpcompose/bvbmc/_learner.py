@@ -14,7 +14,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
 from .. import gp
 from .._jit import public_jit
 from .._observations import observed_box
-from ..acquisition import log_variance_regulariser, maximise_from_candidates
+from ..acquisition import log_variance_regulariser, maximize_from_candidates
 from ..active_learning import AbstractActiveLearner, Evaluations, require_single_run, update_key
 from ..boosting import Boosting, BoostingInfo
 from ..kernels import AbstractKernel
@@ -216,7 +216,7 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         if self.search_in_box:
             lower, upper = observed_box(state.boosting.surrogate.observations)
             candidates = jnp.clip(candidates, lower[None, :], upper[None, :])
-        search = maximise_from_candidates(
+        search = maximize_from_candidates(
             objective,
             candidates,
             num_starts=self.num_search_starts,

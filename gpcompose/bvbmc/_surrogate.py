@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from .. import gp
-from .._maximise import maximise
+from .._maximize import maximize
 from ..kernels import AbstractKernel, ProductMatern
 from ..means import AbstractMean
 from ..parameters import Positive
@@ -48,11 +48,11 @@ def fit_prior(
     learner: "BVBMC",
 ) -> tuple[AbstractKernel, AbstractMean]:
     """ML-II (eq. 3.16) of the kernel (and a quadratic mean) on the scaled outputs with the
-    fixed jitter noise, by BFGS (`gpcompose.maximise`; the thesis's code uses Adam). A fit
+    fixed jitter noise, by BFGS (`gpcompose.maximize`; the thesis's code uses Adam). A fit
     that ends non-finite keeps the start."""
     count = jnp.sum(mask.astype(X.dtype))
     jitter = jnp.asarray(learner.jitter, X.dtype)
-    fitted = maximise(
+    fitted = maximize(
         _log_evidence,
         prior,
         (X, scaled, mask, jitter),

@@ -13,4 +13,7 @@ from ._predict import (
 from ._predict import (
     predict_covariance as predict_covariance,
 )
+from ._predict import (
+    predict_y as predict_y,
+)
 from ._update import update as update

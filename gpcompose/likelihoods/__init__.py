@@ -1,6 +1,6 @@
 """Likelihoods p(y | f): `log_prob(y, f)` elementwise; each is an Equinox module.
 
-The super-Gaussian family of the AACI document (`AbstractSuperGaussianLikelihood`) also
+The super-Gaussian family of Galy-Fajou, Wenzel & Opper (2020) (`AbstractSuperGaussianLikelihood`) also
 exposes its decomposition C e^{g f} φ(h²) for augmented conjugate inference (`gpcompose.aaci`).
 """
 

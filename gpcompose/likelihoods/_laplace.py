@@ -11,11 +11,11 @@ from ._super_gaussian import root_of_square, safe_root
 class Laplace(AbstractResidualLikelihood):
     """Laplace regression with scale b: p(y | f) = e^{−|y − f|/b}/(2b).
 
-    AACI document Table 1: C = 1/(2b), g = 0, h = f − y, φ(r) = e^{−√r/b}; p(ω) is Lévy
+    Galy-Fajou et al. (2020), Table 1: C = 1/(2b), g = 0, h = f − y, φ(r) = e^{−√r/b}; p(ω) is Lévy
     (InvGamma(1/2, scale 1/(4b²))), π(ω | c) = IG(mean 1/(2bc), shape 1/(2b²)) and ω̄ = 1/(2bc),
     which diverges as c → 0 (c is clamped to the smallest normal number).
 
-    **Arguments:** `scale` b (default 1, as in the document's code).
+    **Arguments:** `scale` b (default 1, as in the authors' code).
     """
 
     scale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)

@@ -1,4 +1,4 @@
-"""The generic ω sampler of the AACI document (§3.3.2, Alg. 2): inverse-CDF sampling of the tilted
+"""The generic ω sampler of Galy-Fajou et al. (2020, §3.3.2, Alg. 2): inverse-CDF sampling of the tilted
 law π(ω | c) from its Laplace transform alone (Ridout 2009), with the CDF and the density computed by
 the Euler algorithm of Abate, Choudhury & Whitt (2000). Parameters A = 19, m = 11, n = 28 and the
 tolerance 1e-7 are those of AugmentedGaussianProcesses.jl, the authors' library.

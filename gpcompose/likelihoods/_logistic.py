@@ -15,7 +15,7 @@ class Logistic(AbstractSuperGaussianLikelihood):
 
         p(y | f) = σ(y f) = e^{y f/2} / (2 cosh(f/2)),
 
-    the AACI document's appendix A.6 form: C = 1/2, g(y) = y/2, h = f, φ(r) = sech(√r/2), so that
+    the form of Galy-Fajou et al. (2020), App. A.6: C = 1/2, g(y) = y/2, h = f, φ(r) = sech(√r/2), so that
     p(ω) is the law of PG(1, 0)/2 and π(ω | c) that of PG(1, c)/2 (Pólya–Gamma), and
     ω̄ = tanh(c/2)/(4c) → 1/8 as c → 0.
     """

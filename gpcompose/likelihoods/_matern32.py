@@ -11,7 +11,7 @@ from ._super_gaussian import root_of_square
 
 
 class Matern32Likelihood(AbstractResidualLikelihood):
-    """The Matérn-3/2 regression likelihood of the AACI document (Table 1), with scale ρ:
+    """The Matérn-3/2 regression likelihood of Galy-Fajou et al. (2020, Table 1), with scale ρ:
 
         p(y | f) = √3/(4ρ) · (1 + √3|y − f|/ρ) e^{−√3|y − f|/ρ}
 
@@ -19,7 +19,7 @@ class Matern32Likelihood(AbstractResidualLikelihood):
     p(ω) = InvGamma(3/2, scale 3/(4ρ²)), π(ω | c) = GIG(p = −3/2, a = 2c², b = 3/(2ρ²)) and
     ω̄ = 3/(2ρ(ρ + √3 c)) → 3/(2ρ²) as c → 0.
 
-    **Arguments:** `scale` ρ (default 1, as in the document's code).
+    **Arguments:** `scale` ρ (default 1, as in the authors' code).
     """
 
     scale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)

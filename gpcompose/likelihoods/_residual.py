@@ -9,7 +9,7 @@ class AbstractResidualLikelihood(AbstractSuperGaussianLikelihood):
 
         p(y | f) = C φ(((f − y)/s)²),   so g = 0 and h = a₀ + a₁ f with a₀ = −y/s, a₁ = 1/s
 
-    (AACI document Table 1: the Gaussian, Student-t, Laplace and Matérn-3/2 rows). A subclass
+    (Galy-Fajou et al. 2020, Table 1: the Gaussian, Student-t, Laplace and Matérn-3/2 rows). A subclass
     gives C, φ and, where φ carries the scale itself, keeps the default s = 1 (`residual_scale`).
     """
 

@@ -13,11 +13,11 @@ class StudentT(AbstractResidualLikelihood):
 
         p(y | f) = Γ((ν+1)/2) / (Γ(ν/2) √(νπ) σ) · (1 + (y − f)²/(νσ²))^{−(ν+1)/2},
 
-    AACI document Table 1 (A.6 prints Γ(ν) for Γ(ν/2), a typo): g = 0, h = (f − y)/σ,
+    Galy-Fajou et al. (2020), Table 1 (App. A.6 prints Γ(ν) for Γ(ν/2), a typo): g = 0, h = (f − y)/σ,
     φ(r) = (1 + r/ν)^{−(ν+1)/2}, so p(ω) = Gamma((ν+1)/2, rate ν), π(ω | c) = Gamma((ν+1)/2, ν + c²)
     and ω̄ = (ν + 1)/(2(ν + c²)).
 
-    **Arguments:** `degrees_of_freedom` ν (default 3, as in the document's code) and `scale` σ.
+    **Arguments:** `degrees_of_freedom` ν (default 3, as in the authors' code) and `scale` σ.
     """
 
     degrees_of_freedom: AbstractParameter = eqx.field(converter=as_positive, default=3.0)

@@ -1,10 +1,10 @@
 import abc
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Complex, Float, PRNGKeyArray
 
+from .._errors import error_if
 from ._base import AbstractLikelihood
 from ._laplace_inversion import sample_by_laplace_inversion
 from ._split_gauss_legendre import split_gauss_legendre_nodes
@@ -14,18 +14,18 @@ SPLIT_DEGREE = 24
 
 
 class AbstractSuperGaussianLikelihood(AbstractLikelihood):
-    """A super-Gaussian likelihood (AACI document, eqs. 4–5, per datum):
+    """A super-Gaussian likelihood (Galy-Fajou et al. 2020, eqs. 4–5, per datum):
 
         p(y | f) = C e^{g(y) f} φ(h²),   h = a₀(y) + a₁(y) f,
 
     with φ completely monotone on r ≥ 0 and φ(0) = 1. By Bernstein–Widder, φ(r) = ∫ e^{−rω} p(ω) dω
     for a probability density p(ω), so that given ω the likelihood is Gaussian in f:
-    p(y | f, ω) = C e^{g f − h² ω}. In the document's quadratic notation
+    p(y | f, ω) = C e^{g f − h² ω}. In the paper's quadratic notation
     h² = α − β f + γ f² with α = a₀², β = −2 a₀ a₁, γ = a₁² (storing the affine form avoids
     the cancellation in α − βm + γ(m² + s)).
 
     Given f the auxiliary variable follows the tilted law π(ω | c) = e^{−c²ω} p(ω)/φ(c²) with
-    c = |h|; its mean is ω̄(c²) = −d log φ(r)/dr at r = c² (document §3.3.1, A.2).
+    c = |h|; its mean is ω̄(c²) = −d log φ(r)/dr at r = c² (Galy-Fajou et al. 2020, §3.3.1 and App. A.2).
 
     A new likelihood implements `log_normaliser` (log C), `linear_coefficient` (g),
     `affine_coefficients` ((a₀, a₁)) and `log_phi`; `log_prob`, `phi`, `mean_omega` and a generic
@@ -68,7 +68,7 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
         return -derivative
 
     def sample_omega(self, key: PRNGKeyArray, c_squared: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
-        """One draw of ω_i ~ π(ω | c_i) per entry (the Gibbs ω-step, document Alg. 2).
+        """One draw of ω_i ~ π(ω | c_i) per entry (the Gibbs ω-step, Galy-Fajou et al. 2020, Alg. 2).
 
         The default inverts the Laplace transform φ(s + c²)/φ(c²) numerically
         (`sample_by_laplace_inversion`; float64 only); the catalogue overrides it with exact samplers.
@@ -133,4 +133,4 @@ def classification_targets(y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batc
     converted = jnp.where(y == 0, -jnp.ones_like(y), y)
     mixed = jnp.any(y == 0) & jnp.any(y == -1)
     bad = mixed | ~jnp.all((converted == 1) | (converted == -1))
-    return eqx.error_if(converted, bad, "`y` must hold class labels in {-1, 1} or in {0, 1}.")
+    return error_if(converted, bad, "`y` must hold class labels in {-1, 1} or in {0, 1}.")

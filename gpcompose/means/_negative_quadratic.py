@@ -7,7 +7,7 @@ from ._base import AbstractMean
 
 
 class NegativeQuadratic(AbstractMean):
-    """m(x) = m₀ − ½ Σ_d (x_d − μ_d)² / ω_d², the VBMC/SVBMC mean (SVBMC eq. S4).
+    """m(x) = m₀ − ½ Σ_d (x_d − μ_d)² / ω_d², the VBMC/SVBMC mean (Li et al. 2023, eq. S4).
 
     It makes exp(GP) integrable: the surrogate log density decays quadratically far from
     the data. `maximum` is m₀, `location` μ, `scale` ω (positive).

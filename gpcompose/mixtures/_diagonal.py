@@ -1,7 +1,7 @@
-import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
+from .._errors import error_if
 from .._validation import require_positive
 from ._base import AbstractGaussianMixture, first_free_slot, logits_after_adding
 
@@ -67,7 +67,7 @@ class GaussianMixture(AbstractGaussianMixture):
 
         Raises at run time if no slot is free.
         """
-        slot = eqx.error_if(first_free_slot(self.mask), jnp.all(self.mask), "No free component slot in the mixture.")
+        slot = error_if(first_free_slot(self.mask), jnp.all(self.mask), "No free component slot in the mixture.")
         logits = logits_after_adding(self.weights, slot, jnp.asarray(weight, self.means.dtype))
         return GaussianMixture(
             logits,

@@ -2,6 +2,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
+from .._errors import error_if
 from .._select import select_tree
 from ._base import AbstractGaussianMixture, first_free_slot, logits_after_adding
 
@@ -14,7 +15,7 @@ class VBMCMixture(AbstractGaussianMixture):
     with one scale σ_k per component and a shared scale matrix S, all stored
     unconstrained (`logits`, `means`, `log_sigma`, `log_lambda`, `lambda_offdiagonal`).
 
-    - Without `lambda_offdiagonal` (None), S = diag(λ): the document's family, every
+    - Without `lambda_offdiagonal` (None), S = diag(λ): the family of Li et al. 2023 (eq. S14), every
       component axis-aligned.
     - With it and a True `axis_aligned` flag (a boolean array, so no optimiser moves it),
       S = diag(λ) too and the off-diagonal entries get no gradient: the axis-aligned
@@ -95,7 +96,7 @@ class VBMCMixture(AbstractGaussianMixture):
         """Put a component N(mean, σ² S Sᵀ) of weight `weight` in the first free slot.
 
         Raises at run time if no slot is free."""
-        slot = eqx.error_if(first_free_slot(self.mask), jnp.all(self.mask), "No free component slot in the mixture.")
+        slot = error_if(first_free_slot(self.mask), jnp.all(self.mask), "No free component slot in the mixture.")
         return self._with_component_at(slot, weight, mean, sigma)
 
     def add_component_if_room(

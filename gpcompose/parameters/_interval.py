@@ -11,7 +11,11 @@ class Interval(AbstractParameter):
 
     value = lower + (upper − lower)·σ(u), σ the logistic function; log-Jacobian
     log(upper − lower) + log σ(u) + log σ(−u). The bounds are arrays (not static), so they
-    may depend on data, e.g. the width of a box, without recompiling.
+    may depend on data, e.g. the width of a box, without recompiling. Where the formula rounds
+    onto a bound (σ(u) is 0 in float64 for u below about −745, and 1 above about 37), the
+    value is moved inside it by max(ε·|bound|, tiny) (ε, tiny: the dtype's machine epsilon and
+    smallest normal number), with zero gradient there [ours], so that every finite u gives a
+    value strictly inside the interval (as for `Positive`).
 
     **Arguments:**
 
@@ -49,7 +53,11 @@ class Interval(AbstractParameter):
 
     @property
     def value(self) -> Float[Array, "*shape"]:
-        return self.lower + (self.upper - self.lower) * jax.nn.sigmoid(self.unconstrained)
+        value = self.lower + (self.upper - self.lower) * jax.nn.sigmoid(self.unconstrained)
+        info = jnp.finfo(value.dtype)
+        inside_lower = self.lower + jnp.maximum(jnp.abs(self.lower) * info.eps, info.tiny)
+        inside_upper = self.upper - jnp.maximum(jnp.abs(self.upper) * info.eps, info.tiny)
+        return jnp.clip(value, inside_lower, inside_upper)
 
     def inverse(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
         """u = logit((value − lower)/(upper − lower)) (±∞ at the bounds)."""

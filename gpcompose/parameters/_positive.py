@@ -1,3 +1,4 @@
+import math
 from typing import Literal
 
 import equinox as eqx
@@ -14,17 +15,38 @@ def _inverse_softplus(value):
     return value + jnp.log(-jnp.expm1(-value))
 
 
+def lowest_above(minimum: float, dtype) -> Float[Array, ""]:
+    """minimum · (1 + ε) + tiny (ε, tiny: the machine epsilon and the smallest normal number
+    of `dtype`): about the first representable number above `minimum` ≥ 0, and a normal
+    number, never a subnormal one, above 0."""
+    info = jnp.finfo(dtype)
+    minimum, eps, tiny = (jnp.asarray(number, dtype) for number in (minimum, info.eps, info.tiny))
+    return minimum * (1 + eps) + tiny
+
+
 class Positive(AbstractParameter):
     """A hyperparameter constrained to `value > minimum`.
 
     `transform="softplus"` (default): value = minimum + log(1 + eᵘ), log-Jacobian
     log σ(u). `transform="exp"`: value = minimum + eᵘ, log-Jacobian u.
 
+    Every finite u gives a finite value above `minimum`, also in floating point [ours]. In
+    float64 softplus(u) and eᵘ are 0 for u below about −745 (−104 in float32), where the
+    formula would return `minimum` itself (a noise variance of 0, which `gp.condition`
+    rejects): the value is raised to `lowest_above(minimum)` = minimum·(1 + ε) + tiny (ε, tiny:
+    the dtype's machine epsilon and smallest normal number; 2.2·10⁻³⁰⁸ for minimum 0 in
+    float64). For `"exp"`, u is capped at log(largest float) − 1, above which eᵘ overflows.
+    Values between these two limits are unchanged, and the gradient beyond them is zero, so
+    an optimiser step that overshoots (BFGS on the log marginal likelihood of noise-free data
+    drives the noise's u towards −∞) evaluates a valid parameter instead of raising. This
+    is not a modelling floor; to bound a noise variance away from 0, as GPflow's Gaussian
+    likelihood does (variance ≥ 10⁻⁶), pass `minimum=1e-6`.
+
     **Arguments:**
 
     - `value`: initial constrained value(s); must exceed `minimum`.
     - `transform`: `"softplus"` or `"exp"`.
-    - `minimum`: lower bound (the Stein GP document uses softplus + 1e-6).
+    - `minimum`: lower bound (Pinder, Nemeth & Leslie 2020 use softplus + 1e-6).
     - `prior`: optional prior on the constrained value.
     """
 
@@ -53,9 +75,12 @@ class Positive(AbstractParameter):
 
     @property
     def value(self) -> Float[Array, "*shape"]:
+        u = self.unconstrained
         if self.transform == "exp":
-            return self.minimum + jnp.exp(self.unconstrained)
-        return self.minimum + jax.nn.softplus(self.unconstrained)
+            shifted = jnp.exp(jnp.minimum(u, math.log(jnp.finfo(u.dtype).max) - 1))
+        else:
+            shifted = jax.nn.softplus(u)
+        return jnp.maximum(self.minimum + shifted, lowest_above(self.minimum, u.dtype))
 
     def inverse(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
         """The unconstrained coordinate u = T⁻¹(value): log(value − minimum) for `"exp"`,

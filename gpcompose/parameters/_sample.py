@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._positive import Positive
+from ._positive import Positive, lowest_above
 from ._real import Real
 from ._tree import is_parameter
 
@@ -18,7 +18,7 @@ def sample_unconstrained(parameter: Positive | Real, key: PRNGKeyArray) -> Float
     `sample`; a prior without a sampler raises `NotImplementedError`) or, without a prior,
     θ ~ U[0, 1) above the parameter's lower bound: θ = minimum + U[0, 1) for a `Positive`
     (U[10⁻⁶, 1 + 10⁻⁶) under SteinGP's constraint), θ ~ U[0, 1) for a `Real`. A `Real`
-    without a prior has a flat, improper prior, so the document's U[0, 1) is a convention,
+    without a prior has a flat, improper prior, so the paper's U[0, 1) is a convention,
     not a draw from it, and ignores the parameter's scale: give such a parameter a prior.
     The draw is made on θ and mapped through the parameter's inverse transform (the
     reference code writes the prior draw into u directly, which we do not copy).
@@ -41,9 +41,7 @@ def sample_unconstrained(parameter: Positive | Real, key: PRNGKeyArray) -> Float
     else:
         draw = parameter.prior.sample(key, value.shape).astype(value.dtype)
     if isinstance(parameter, Positive):
-        info = jnp.finfo(value.dtype)
-        minimum, eps, tiny = (jnp.asarray(number, value.dtype) for number in (parameter.minimum, info.eps, info.tiny))
-        draw = jnp.maximum(draw, minimum * (1 + eps) + tiny)
+        draw = jnp.maximum(draw, lowest_above(parameter.minimum, value.dtype))
     return parameter.inverse(draw)
 
 

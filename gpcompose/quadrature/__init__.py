@@ -17,4 +17,4 @@ from ._expected_kernel import expected_kernel as expected_kernel
 from ._integrate import integrate as integrate
 from ._integrate import integrate_components as integrate_components
 from ._matern_primitive import matern_gaussian_expectation as matern_gaussian_expectation
-from ._maximise_elbo import maximise_elbo as maximise_elbo
+from ._maximize_elbo import maximize_elbo as maximize_elbo

@@ -3,7 +3,7 @@
 For q = Σ_k w_k N(μ_k, Σ_k):
     z_{k,i} = E_{x~N(μ_k, Σ_k)}[k(x, z_i)]                        (component embeddings, K × M)
     Γ_{j,m} = E_{x~N(μ_j, Σ_j), x′~N(μ_m, Σ_m)}[k(x, x′)]         (component double embeddings)
-    z_i = Σ_k w_k z_{k,i},  Γ = Σ_{j,m} w_j w_m Γ_{j,m}           (BVBMC eqs. 4.11–4.15)
+    z_i = Σ_k w_k z_{k,i},  Γ = Σ_{j,m} w_j w_m Γ_{j,m}           (Naiff 2019, eqs. 4.11–4.15)
 Stationary kernels go through `expected_kernel` (closed forms where they exist);
 other kernels through Gauss–Hermite nodes of each Gaussian.
 """

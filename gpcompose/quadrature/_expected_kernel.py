@@ -56,7 +56,7 @@ def _restrict(active_dims, delta, covariance):
 
 
 def _squared_exponential(kernel: SquaredExponential, delta, covariance):
-    """σ² |I + A⁻¹S|^{−1/2} exp(−½ δᵀ(A + S)⁻¹δ), A = diag(ℓ²) (BVBMC eq. 4.11)."""
+    """σ² |I + A⁻¹S|^{−1/2} exp(−½ δᵀ(A + S)⁻¹δ), A = diag(ℓ²) (Naiff 2019, eq. 4.11)."""
     delta, covariance = _restrict(kernel.active_dims, delta, covariance)
     lengthscale_squared = jnp.broadcast_to(kernel.lengthscale.value**2, delta.shape)
     variance = kernel.variance.value

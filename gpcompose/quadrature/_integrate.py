@@ -2,11 +2,11 @@
 
 For I_k = ∫ f(x) N(x; μ_k, Σ_k) dx with f a GP posterior:
 
-exact GP (BVBMC eq. 4.5, sign corrected), with z_k = E_k[k(x, X)] and Γ_{jk}:
+exact GP (Naiff 2019, eq. 4.5, sign corrected), with z_k = E_k[k(x, X)] and Γ_{jk}:
     E[I_k] = ∫ m N_k + z_kᵀ (K + D)⁻¹ (y − m(X)),
     Cov(I_j, I_k) = Γ_{jk} − z_jᵀ (K + D)⁻¹ z_k = Γ_{jk} − (L⁻¹z_j)ᵀ(L⁻¹z_k);
 
-sparse GP (SVBMC eqs. S14–S15), with z_k = E_k[k(x, Z)], a = L⁻¹z, b = L_S⁻¹a, c = L_S⁻¹r:
+sparse GP (Li et al. 2023, eqs. S14–S15), with z_k = E_k[k(x, Z)], a = L⁻¹z, b = L_S⁻¹a, c = L_S⁻¹r:
     E[I_k] = ∫ m N_k + b_kᵀ c,
     Cov(I_j, I_k) = Γ_{jk} − a_jᵀa_k + b_jᵀb_k   (K_ZZ⁻¹ − Σ = L⁻ᵀ(I − S⁻¹)L⁻¹).
 

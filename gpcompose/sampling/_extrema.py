@@ -3,14 +3,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._multistart import maximise_from_candidates
+from .._multistart import maximize_from_candidates
 from .._validation import check_box
 from ._base import AbstractSamples
 
 
 class SampleExtrema(eqx.Module):
     """Per-sample maxima g_m⁺ = max_x g_m(x) at x_m⁺ and minima g_m⁻ at x_m⁻ on a box
-    (bounded-sampling document §3: the pairs (g_m⁻, g_m⁺) weighted by π, and (x_m⁺, g_m⁺)
+    (Nguyen et al. 2021, §3: the pairs (g_m⁻, g_m⁺) weighted by π, and (x_m⁺, g_m⁺)
     the quantities BES learns about)."""
 
     x_max: Float[Array, "M D"]
@@ -34,8 +34,8 @@ def sample_extrema(
 
     All samples are evaluated on one set of `num_candidates` uniform points; each sample's
     `num_starts` best (resp. worst) candidates start box-clipped Adam searches
-    (`acquisition.maximise_multistart`, steps in units of the box width), vmapped over
-    samples, both directions and starts. The document specifies only "multi-start
+    (`acquisition.maximize_multistart`, steps in units of the box width), vmapped over
+    samples, both directions and starts. Nguyen et al. (2021) specify only "multi-start
     gradient descent"; these defaults are ours. `ValueError` unless lower < upper.
     """
     if not isinstance(samples, AbstractSamples):
@@ -54,7 +54,7 @@ def _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_
     num_samples = samples.num_samples
 
     def search(index, sign):
-        result = maximise_from_candidates(
+        result = maximize_from_candidates(
             lambda x: sign * samples.evaluate(index, x),
             candidates,
             num_starts=num_starts,

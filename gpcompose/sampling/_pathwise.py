@@ -12,14 +12,14 @@ from ._base import AbstractSamples
 
 class PathwiseSamples(AbstractSamples):
     """Decoupled (pathwise) samples of an exact GP posterior (Wilson et al. 2020;
-    bounded-sampling document App. B.3, eqs. 17–18):
+    Nguyen et al. 2021, App. B.3, eqs. 17–18):
 
         g_m(x) = m(x) + φ_m(x)ᵀ w_m + k(x, X) v_m,
         v_m = (K + D)⁻¹ (y − m(X) − Φ_m w_m − ε_m),  w_m ~ N(0, I_F),  ε_m ~ N(0, D),
 
     with φ_m random Fourier features of the prior kernel (`kernels.random_features`).
     The prior part is approximate (F features); the update uses the exact kernel. The
-    noise draw ε_m, which the document's eq. 17 omits, makes the sample covariance equal
+    noise draw ε_m, which the paper's eq. 17 omits, makes the sample covariance equal
     the posterior covariance k(x, x′) − k(x, X)(K + D)⁻¹k(X, x′) as F → ∞.
 
     `features` is one basis shared by all samples (`shared_features`) or a batch of M
@@ -79,7 +79,7 @@ def pathwise(
     - `posterior`: an `ExactPosterior` (`gp.condition`) whose kernel has a spectral
       density (squared exponential, Matérn).
     - `num_samples`: M; `num_features`: F, random Fourier features per basis (the
-      document's l = 100).
+      l = 100 of Nguyen et al. 2021).
     - `shared_features`: one feature basis for all samples (cheaper; samples are then
       dependent through the basis) instead of a fresh basis per sample (eq. 18).
 

@@ -17,6 +17,9 @@ from ._predict import (
     predict_covariance as predict_covariance,
 )
 from ._predict import (
+    predict_y as predict_y,
+)
+from ._predict import (
     reducible_variance as reducible_variance,
 )
 from ._selection import select_inducing_points as select_inducing_points

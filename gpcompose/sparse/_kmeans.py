@@ -1,6 +1,6 @@
 """k-means centres (k-means++ seeding, then Lloyd iterations): the usual initial inducing
-inputs of a sparse GP (Hensman et al. 2015), and the clustering step of SVBMC's stratified
-subset (Li, Clarté & Acerbi 2023, §3.3)."""
+inputs of a sparse GP (k-means++ in Galy-Fajou, Wenzel & Opper 2020, §5.3), and the clustering
+step of SVBMC's stratified subset (Li, Clarté & Acerbi 2023, §3.3)."""
 
 import jax
 import jax.numpy as jnp

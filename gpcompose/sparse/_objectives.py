@@ -10,13 +10,13 @@ from ._posterior import SparsePosterior, noise_precision
 
 @public_jit()
 def elbo(posterior: SparsePosterior) -> Float[Array, ""]:
-    """Collapsed Titsias bound with heteroskedastic noise (SVBMC eq. S18, stable form C.3):
+    """Collapsed Titsias bound with heteroskedastic noise (Li et al. 2023, eq. S18, stable form C.3):
 
         𝓛 = log N(y; m(X), Q + D) − ½ Tr((K − Q) D⁻¹)
           = −(n/2) log 2π − Σ_j log (L_S)_jj − ½ Σ_n log σ²_n − ½ ȳᵀD⁻¹ȳ + ½ cᵀc
             − ½ Σ_n k_nn/σ²_n + ½ Tr(R Rᵀ),
 
-    with Tr(R Rᵀ) = ‖L_S‖²_F − M (since L_S L_Sᵀ = I + R Rᵀ). The document's last line
+    with Tr(R Rᵀ) = ‖L_S‖²_F − M (since L_S L_Sᵀ = I + R Rᵀ). The last line of Li et al. 2023
     has −½cᵀc; the correct sign is +. 𝓛 ≤ log marginal likelihood, with equality at Z = X.
     """
     observations = posterior.observations

@@ -1,4 +1,4 @@
-"""Greedy selection of inducing points among the training inputs (SVBMC §3.3, App. B.2, eq. S16)."""
+"""Greedy selection of inducing points among the training inputs (Li et al. 2023, §3.3, App. B.2, eq. S16)."""
 
 import jax.numpy as jnp
 from jax import lax
@@ -20,7 +20,7 @@ def select_inducing_points(
     min_points: int,
     tolerance: Float[ArrayLike, ""] = 1e-5,
 ) -> tuple[Int[Array, " max_points"], Bool[Array, " max_points"]]:
-    """Weighted greedy variance selection of inducing inputs Z ⊂ X (SVBMC eq. S16).
+    """Weighted greedy variance selection of inducing inputs Z ⊂ X (Li et al. 2023, eq. S16).
 
     Each step adds the training input with the largest weighted residual variance
     argmax_n (k_nn − Q_nn)/σ²_n, Q = K_XZ K_ZZ⁻¹ K_ZX. This is pivoted Cholesky of

@@ -17,10 +17,10 @@ def update(
     y: Float[ArrayLike, ""],
     noise_variance: Float[ArrayLike, ""],
 ) -> SparsePosterior:
-    """Append one observation with Z fixed (SVBMC App. C.5, case 2), in O(M²).
+    """Append one observation with Z fixed (Li et al. 2023, App. C.5, case 2), in O(M²).
 
     With v = L⁻¹k(Z, x)/σ_x: L_S′ = chol(L_S L_Sᵀ + v vᵀ) by a rank-1 update and
-    r′ = r + v (y − m(x))/σ_x. (The document prints v = L⁻¹k(Z, x)·σ; it must be σ⁻¹
+    r′ = r + v (y − m(x))/σ_x. (Li et al. 2023 print v = L⁻¹k(Z, x)·σ; it must be σ⁻¹
     because R = L⁻¹K_ZX D^{−1/2}.)
     """
     observations, slot = append_observation(posterior.observations, x, y, noise_variance)
@@ -50,13 +50,13 @@ def update(
 def add_inducing_point(
     posterior: SparsePosterior, z: Float[ArrayLike, " D"], *, where: Bool[ArrayLike, ""] = True
 ) -> SparsePosterior:
-    """Add one inducing input `z` in the next free inducing slot (SVBMC App. C.5, case 1).
+    """Add one inducing input `z` in the next free inducing slot (Li et al. 2023, App. C.5, case 1).
 
     L gains the row [ℓᵀ, c₁] with ℓ = L⁻¹k(Z, z), c₁ = √(k(z, z) − ‖ℓ‖²); the new row of
     A = L⁻¹K_ZX is α = (k(z, X) − gᵀK_ZX)/c₁ with g = L⁻ᵀℓ; S gains the column
     [A D⁻¹α, 1 + αᵀD⁻¹α] and r the entry αᵀD⁻¹ȳ. Cost O(NM) kernel evaluations plus
     O(M²), against O(NM²) for recomputation. Call `update` afterwards to also add an
-    observation at z (case 1 of the document).
+    observation at z (case 1 of Li et al. 2023, App. C.5).
 
     With `where` False the posterior comes back unchanged and a full buffer is no error:
     the form for code that may be vmapped, where a `lax.cond` runs its untaken branch too.

@@ -29,7 +29,7 @@ def mixture_moments(
 
 
 class SteinGPResult(eqx.Module):
-    """The particles of a SteinGP run and the particle-mixture predictive (SteinGP Alg. 2).
+    """The particles of a SteinGP run and the particle-mixture predictive (Pinder et al. 2020, Alg. 2).
 
     - `model`: the target (data, kernel and likelihood with their priors).
     - `particles`: a `SteinGPParticle` with a leading axis J on every leaf (unconstrained

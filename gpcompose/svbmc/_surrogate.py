@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from .. import gp, sparse
-from .._maximise import maximise
+from .._maximize import maximize
 from .._observations import input_span
 from .._select import select_tree
 from ..kernels import SquaredExponential
@@ -118,7 +118,7 @@ def _sparse_objective(surrogate: Surrogate, data) -> Float[Array, ""]:
 
 def _num_used(mask: Bool[Array, " C"], dtype) -> Float[Array, ""]:
     """The number of used points (at least 1): the `scale` of both MAP fits, so that BFGS
-    works on a per-point objective and its first step is O(1) (see `maximise`)."""
+    works on a per-point objective and its first step is O(1) (see `maximize`)."""
     return jnp.maximum(jnp.sum(mask.astype(dtype)), 1.0)
 
 
@@ -157,7 +157,7 @@ def fit_exact(
     scale = _num_used(mask, y.dtype)
 
     def one(start):
-        fit = maximise(_exact_objective, start, data, max_steps=max_steps, scale=scale)
+        fit = maximize(_exact_objective, start, data, max_steps=max_steps, scale=scale)
         return fit.params, fit.value, fit.finite
 
     params, values, finite = eqx.filter_vmap(one)(stacked)
@@ -179,8 +179,8 @@ def sparse_objective(surrogate: Surrogate, X, y, noise_variance, mask, Z, induci
 
 
 def fit_sparse(surrogate: Surrogate, X, y, noise_variance, mask, Z, inducing_mask, *, max_steps: int) -> Surrogate:
-    """MAP of the collapsed SGPR bound + log hyperprior with Z fixed (SVBMC §3.3; the
-    document leaves the prior and optimiser open — we mirror the exact-GP step)."""
+    """MAP of the collapsed SGPR bound + log hyperprior with Z fixed (Li et al. 2023, §3.3; the
+    paper leaves the prior and optimiser open — we mirror the exact-GP step)."""
     data = (X, y, noise_variance, mask, Z, inducing_mask)
-    fit = maximise(_sparse_objective, surrogate, data, max_steps=max_steps, scale=_num_used(mask, y.dtype))
+    fit = maximize(_sparse_objective, surrogate, data, max_steps=max_steps, scale=_num_used(mask, y.dtype))
     return fit.params_or(surrogate)

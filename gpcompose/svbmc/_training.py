@@ -12,7 +12,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from .. import sparse
 from ..active_learning import Evaluations
 from ..mixtures import VBMCMixture
-from ..quadrature import elbo, maximise_elbo
+from ..quadrature import elbo, maximize_elbo
 from ._noise_shaping import shaping_variance, total_noise_variance
 from ._refit import condition_on_selected, refit_from_starts
 from ._subset import stratified_kmeans_subset
@@ -257,10 +257,10 @@ def _guarded_refit(
 
 def _ascent(context: _Context, posterior, num_steps):
     """(mixture, key) ↦ the mixture after `num_steps` Adam steps on the ELBO of `posterior`
-    (`maximise_elbo`), its components kept inside the high points' box."""
+    (`maximize_elbo`), its components kept inside the high points' box."""
     options = context.options
     return functools.partial(
-        maximise_elbo,
+        maximize_elbo,
         posterior,
         width=context.width,
         num_steps=num_steps,

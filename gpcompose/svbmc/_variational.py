@@ -73,7 +73,7 @@ def add_components(
 ) -> VBMCMixture:
     """Add `count` components, one at a time, each at the eligible point where the
     surrogate most exceeds the mixture (argmax f̄(x) − log q(x)), with the mean scale
-    of the current components and weight 1/(K + 1) [ours; the document does not say
+    of the current components and weight 1/(K + 1) [ours; Li et al. 2023 do not say
     where new components go]. Stops early when the mixture has no free slot."""
 
     def add_one(_, current):

@@ -14,7 +14,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
 from .._jit import public_jit
-from ..acquisition import maximise_from_candidates
+from ..acquisition import maximize_from_candidates
 from ..active_learning import (
     AbstractActiveLearner,
     Checkpoint,
@@ -244,7 +244,7 @@ def _ask_unbounded(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray):
     )
     candidates = jnp.concatenate([samples, top_inputs])
     scale = jnp.sqrt(jnp.diag(space.factor @ state.posterior.covariance() @ space.factor.T))
-    search = maximise_from_candidates(
+    search = maximize_from_candidates(
         objective,
         candidates,
         num_starts=learner.num_search_starts,

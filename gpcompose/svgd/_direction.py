@@ -19,7 +19,7 @@ def stein_variational_direction(
 
     The first term attracts particles towards high density. The second term repels them from
     each other. It is the derivative with respect to the *summed* particle λ_j, so any
-    kernel works by autodiff. The SteinGP document's eq. 5 differentiates with respect
+    kernel works by autodiff. Eq. 5 of Pinder, Nemeth & Leslie (2020) differentiates with respect
     to the evaluation point λ_i instead. For the RBF kernel that term attracts, and it is a
     sign error.
 

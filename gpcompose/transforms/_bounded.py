@@ -8,6 +8,8 @@ import numpy as np
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, ArrayLike, Float
 
+from .._errors import error_if
+
 
 def _as_bounds(bounds: Float[ArrayLike, " D"], name: str) -> Array:
     bounds = jnp.asarray(bounds)
@@ -64,7 +66,7 @@ class BoundedTransform(eqx.Module):
         ordered = lower < upper
         message = "`lower_bounds` must be strictly smaller than `upper_bounds` in every coordinate."
         if isinstance(lower, jax.core.Tracer) or isinstance(upper, jax.core.Tracer):
-            lower = eqx.error_if(lower, ~jnp.all(ordered), message)
+            lower = error_if(lower, ~jnp.all(ordered), message)
         elif not bool(jnp.all(ordered)):
             bad = np.flatnonzero(~np.asarray(ordered))
             raise ValueError(

@@ -13,7 +13,7 @@ from .test_gp import make_problem
 def test_map_of_a_gaussian_objective_with_a_normal_prior():
     # log N(x; 4, 1) + log N(x; 2, 1) peaks at x = 3.
     params = {"x": Real(0.0, prior=priors.Normal(2.0, 1.0)), "fixed": Fixed(5.0)}
-    fit = gpcompose.maximise(lambda p, _: -0.5 * (p["x"].value - 4.0) ** 2, params)
+    fit = gpcompose.maximize(lambda p, _: -0.5 * (p["x"].value - 4.0) ** 2, params)
     np.testing.assert_allclose(fit.params["x"].value, 3.0, atol=1e-6)
     assert fit.params["fixed"].value == 5.0
     assert fit.result == optx.RESULTS.successful
@@ -22,9 +22,9 @@ def test_map_of_a_gaussian_objective_with_a_normal_prior():
 def test_map_includes_the_log_jacobian_of_the_transform():
     # With x = exp(u) and log x ~ N(m, s²), the density of u is N(u; m, s²): its mode is u = m.
     params = Positive(1.0, transform="exp", prior=priors.LogNormal(0.7, 0.3))
-    fit = gpcompose.maximise(lambda p, _: jnp.zeros(()), params)
+    fit = gpcompose.maximize(lambda p, _: jnp.zeros(()), params)
     np.testing.assert_allclose(fit.params.value, np.exp(0.7), rtol=1e-6)
-    without_prior = gpcompose.maximise(lambda p, _: -((p.value - 2.0) ** 2), params, include_prior=False)
+    without_prior = gpcompose.maximize(lambda p, _: -((p.value - 2.0) ** 2), params, include_prior=False)
     np.testing.assert_allclose(without_prior.params.value, 2.0, rtol=1e-6)
 
 
@@ -40,12 +40,32 @@ def test_ml2_reaches_a_stationary_point_that_improves_the_objective(getkey):
         "mean": means.Constant(0.0),
         "noise": Positive(0.5),
     }
-    fit = gpcompose.maximise(_log_marginal_likelihood, params, (X, y))
+    fit = gpcompose.maximize(_log_marginal_likelihood, params, (X, y))
     vector, unflatten = gpcompose.parameters.flatten(fit.params)
     gradient = jax.grad(lambda v: _log_marginal_likelihood(unflatten(v), (X, y)))(vector)
     assert np.max(np.abs(gradient)) < 1e-4
     assert fit.value > _log_marginal_likelihood(params, (X, y))
     np.testing.assert_allclose(fit.value, _log_marginal_likelihood(fit.params, (X, y)), rtol=1e-12)
+
+
+def test_ml2_on_noise_free_data_with_the_default_noise_parameter_ends_at_a_valid_noise():
+    """The core tour's ML-II (SE kernel, Gamma prior on the lengthscales, constant mean, noise
+    `Positive(0.1)`, default settings) on noise-free data. BFGS drives the noise's u towards −∞
+    and tries steps where softplus(u) underflows to 0 (here seed 3), which `gp.condition`
+    would reject; every fit must end successfully, finite, with a noise variance above 0."""
+    floor = float(jnp.finfo(jnp.float64).tiny)  # `Positive`'s lowest value above minimum 0
+    for seed in range(8):
+        X = jax.random.uniform(jax.random.key(seed), (30, 2), minval=-3, maxval=3)
+        y = jnp.sin(X[:, 0]) + 0.1 * X[:, 1] ** 2
+        params = {
+            "kernel": kernels.SquaredExponential(lengthscale=Positive(jnp.ones(2), prior=priors.Gamma(1.0, 2.0))),
+            "mean": means.Constant(0.0),
+            "noise": Positive(0.1),
+        }
+        fit = gpcompose.maximize(_log_marginal_likelihood, params, (X, y))
+        assert fit.result == optx.RESULTS.successful and bool(fit.finite), seed
+        assert np.isfinite(float(_log_marginal_likelihood(fit.params, (X, y)))), seed
+        assert floor <= float(fit.params["noise"].value) < 1e-6, seed
 
 
 def test_sparse_map_fit_runs_and_respects_priors(getkey):
@@ -60,7 +80,7 @@ def test_sparse_map_fit_runs_and_respects_priors(getkey):
         X, y, Z = data
         return sparse.elbo(sparse.condition(p["kernel"], p["mean"], X, y, p["noise"], Z))
 
-    fit = gpcompose.maximise(elbo, params, (X, y, X[:10]))
+    fit = gpcompose.maximize(elbo, params, (X, y, X[:10]))
     np.testing.assert_allclose(
         fit.value, elbo(fit.params, (X, y, X[:10])) + gpcompose.parameters.log_prior(fit.params), rtol=1e-12
     )
@@ -76,10 +96,10 @@ def test_new_data_reuse_the_compiled_fit(getkey):
 
     params = {"kernel": kernels.Matern32(), "mean": means.Zero(), "noise": Positive(0.2)}
     _, _, X, y, _ = make_problem(getkey(), num_points=12)
-    gpcompose.maximise(objective, params, (X, y))
+    gpcompose.maximize(objective, params, (X, y))
     first = len(traces)
     _, _, X, y, _ = make_problem(getkey(), num_points=12)
-    gpcompose.maximise(objective, params, (X, y))
+    gpcompose.maximize(objective, params, (X, y))
     assert len(traces) == first
 
 
@@ -90,7 +110,7 @@ def test_vmap_over_datasets_equals_loop(getkey):
     y = jnp.stack([p[1] for p in problems])
 
     def fit_value(X, y):
-        return gpcompose.maximise(_log_marginal_likelihood, params, (X, y), max_steps=100).value
+        return gpcompose.maximize(_log_marginal_likelihood, params, (X, y), max_steps=100).value
 
     batched = jax.vmap(fit_value)(X, y)
     np.testing.assert_allclose(batched, [fit_value(X[i], y[i]) for i in range(3)], rtol=1e-9)
@@ -107,8 +127,8 @@ def test_scaled_objective_reaches_the_same_optimum_in_fewer_steps():
         return -0.5 * jnp.sum((data - params["location"].value) ** 2)
 
     params = {"location": Real(jnp.asarray(10.0))}
-    scaled = gpcompose.maximise(objective, params, data, scale=float(num_points), max_steps=100)
-    unscaled = gpcompose.maximise(objective, params, data, max_steps=100)
+    scaled = gpcompose.maximize(objective, params, data, scale=float(num_points), max_steps=100)
+    unscaled = gpcompose.maximize(objective, params, data, max_steps=100)
     np.testing.assert_allclose(scaled.params["location"].value, jnp.mean(data), rtol=1e-6)
     np.testing.assert_allclose(scaled.value, objective(scaled.params, data), rtol=1e-12)
     np.testing.assert_allclose(unscaled.params["location"].value, jnp.mean(data), rtol=1e-6)
@@ -120,10 +140,10 @@ def test_a_fit_that_ends_non_finite_keeps_the_start():
         return jnp.nan * params["x"].value
 
     start = {"x": Real(0.0)}
-    fit = gpcompose.maximise(objective, start, None, max_steps=20)
+    fit = gpcompose.maximize(objective, start, None, max_steps=20)
     assert not bool(fit.finite)
     assert float(fit.params_or(start)["x"].value) == 0.0
-    good = gpcompose.maximise(lambda p, _: -((p["x"].value - 0.25) ** 2), start, None, max_steps=50)
+    good = gpcompose.maximize(lambda p, _: -((p["x"].value - 0.25) ** 2), start, None, max_steps=50)
     assert bool(good.finite)
     np.testing.assert_allclose(good.params_or(start)["x"].value, 0.25, atol=1e-6)
 

@@ -25,7 +25,7 @@ def cosine_schedule(learning_rate: float, num_steps: int, final_fraction: float 
     return schedule
 
 
-def maximise_elbo(
+def maximize_elbo(
     posterior: ExactPosterior | SparsePosterior,
     mixture: AbstractGaussianMixture,
     key: PRNGKeyArray,

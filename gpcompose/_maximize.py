@@ -13,8 +13,8 @@ from .parameters import log_prior, partition
 Params = TypeVar("Params")
 
 
-class MaximiseResult(eqx.Module, Generic[Params]):
-    """Outcome of `maximise`: the fitted tree, the objective (with prior) at it, the
+class MaximizeResult(eqx.Module, Generic[Params]):
+    """Outcome of `maximize`: the fitted tree, the objective (with prior) at it, the
     optimistix result code and the number of BFGS steps."""
 
     params: Params
@@ -34,7 +34,7 @@ class MaximiseResult(eqx.Module, Generic[Params]):
 
 
 @eqx.filter_jit
-def maximise(
+def maximize(
     objective: Callable[[Params, Any], Float[Array, ""]],
     params: Params,
     args: PyTree = None,
@@ -44,7 +44,7 @@ def maximise(
     scale: float | Float[Array, ""] = 1.0,
     rtol: float = 1e-8,
     atol: float = 1e-8,
-) -> MaximiseResult[Params]:
+) -> MaximizeResult[Params]:
     """ML-II or MAP: maximise `objective(params, args) [+ log prior]` over the
     unconstrained coordinates of the trainable parameters, with optimistix BFGS.
 
@@ -56,15 +56,20 @@ def maximise(
     steps halving a step of size O(N) before anything moves. The whole fit is one jitted call: pass
     data through `args` (not a closure) so that new data reuse the compiled fit.
 
-    **Returns:** a `MaximiseResult`. A failed solve (`result` not successful) still
-    returns the last iterate, so vmapped fits over seeds never raise.
+    **Returns:** a `MaximizeResult`. The solver itself never raises: a solve that stops
+    early (`result` not successful, e.g. `max_steps` reached) returns its last iterate, so one
+    seed of a vmapped batch of fits does not stop the others. A run-time check inside
+    `objective` still raises (`eqx.error_if`, e.g. `gp.condition` given non-finite data, or a
+    noise variance held by a `Real` that a step makes negative). `Positive` and `Interval`
+    parameters map every finite step to a valid value, so no step makes them fail such a
+    check: on noise-free data a `Positive` noise variance ends tiny but valid (see `Positive`).
 
     !!! Example
         ```python
         def objective(p, data):
             X, y = data
             return gp.log_marginal_likelihood(gp.condition(p["kernel"], p["mean"], X, y, p["noise"]))
-        fit = maximise(objective, {"kernel": kernel, "mean": mean, "noise": Positive(0.1)}, (X, y))
+        fit = maximize(objective, {"kernel": kernel, "mean": mean, "noise": Positive(0.1)}, (X, y))
         ```
     """
     trainable, rest = partition(params)
@@ -79,6 +84,6 @@ def maximise(
     solver = optx.BFGS(rtol=rtol, atol=atol)
     solution = optx.minimise(negative_log_density, solver, trainable, args, max_steps=max_steps, throw=False)
     value = -scale * negative_log_density(solution.value, args)
-    return MaximiseResult(
+    return MaximizeResult(
         eqx.combine(solution.value, rest), value, solution.result, jnp.asarray(solution.stats["num_steps"])
     )
