@@ -26,6 +26,7 @@ from ._maximize import MaximizeResult as MaximizeResult
 from ._maximize import maximize as maximize
 from ._posterior_interface import AbstractGaussianPosterior as AbstractGaussianPosterior
 from ._posterior_interface import AbstractPosterior as AbstractPosterior
+from ._posterior_interface import predict_y as predict_y
 from ._run import run as run
 from ._unstack import unstack as unstack
 from .active_learning import Checkpoint as Checkpoint

@@ -7,8 +7,11 @@ from typing import Self
 import equinox as eqx
 from jaxtyping import Array, ArrayLike, Bool, Float
 
+from ._jit import public_jit
+from ._observations import with_observation_noise
 from .kernels import AbstractKernel
 from .means import AbstractMean
+from .parameters import AbstractParameter, value_of
 
 
 class AbstractPosterior(eqx.Module):
@@ -62,15 +65,32 @@ class AbstractGaussianPosterior(AbstractPosterior):
     def support(self) -> tuple[Float[Array, "S D"], Bool[Array, " S"]]:
         """The support inputs S and the mask of those in use."""
 
-    @abc.abstractmethod
     def predict_y(
-        self, X: Float[ArrayLike, "Q D"], noise_variance: Float[ArrayLike, "*Q"]
+        self, X: Float[ArrayLike, "Q D"], noise_variance: Float[ArrayLike, "*Q"] | AbstractParameter
     ) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
-        """Predictive mean and variance of new observations y = f(x) + ε, ε ~ N(0, σ²), at the
-        rows of `X`: `predict`'s mean and variance plus σ² (`noise_variance`, a scalar or one
-        value per row)."""
+        """`predict_y(self, X, noise_variance)`."""
+        return predict_y(self, X, noise_variance)
 
     @abc.abstractmethod
     def functional_moments(self, cross: Float[Array, "K S"]) -> tuple[Float[Array, " K"], Float[Array, "K K"]]:
         """The data's shift of the functionals' means and reduction of their covariance, from
         their prior cross-covariances with f(S) (zero in unused columns)."""
+
+
+@public_jit()
+def predict_y(
+    posterior: AbstractGaussianPosterior,
+    X_new: Float[ArrayLike, "Q D"],
+    noise_variance: Float[ArrayLike, "*Q"] | AbstractParameter,
+) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
+    """Predictive mean and variance of new observations y = f(x) + ε, ε ~ N(0, σ²), at `X_new`:
+    μ(x) and s²(x) + σ², the latent moments of `posterior.predict` with the noise variance
+    added (Rasmussen & Williams 2006, Sec. 2.2, after eq. 2.26; for SGPR, Titsias 2009, Sec. 2).
+    One function for every Gaussian posterior, reached as `gp.predict_y` and `sparse.predict_y`.
+
+    `noise_variance` is σ² at the new inputs: a scalar, one value per row of `X_new`, or a
+    parameter (e.g. the fitted one passed to `condition`); finite and > 0. It is an argument
+    because a posterior conditioned on one noise variance per row has no single noise to reuse.
+    """
+    mean, variance = posterior.predict(X_new)
+    return mean, with_observation_noise(variance, value_of(noise_variance))

@@ -54,7 +54,7 @@ def test_predict_y_is_the_conditional_of_new_noisy_observations(getkey):
             np.testing.assert_allclose(variance_y, expected_variance, atol=1e-9)
     with pytest.raises(ValueError, match="`noise_variance` must be a scalar or have shape \\(7,\\)"):
         gp.predict_y(posterior, X_new, jnp.ones(3))
-    with pytest.raises(Exception, match="gp.predict_y: `noise_variance` must be finite and strictly positive"):
+    with pytest.raises(Exception, match="gpcompose.predict_y: `noise_variance` must be finite and strictly positive"):
         gp.predict_y(posterior, X_new, -1.0)
 
 

@@ -55,7 +55,7 @@ def test_predict_y_adds_the_noise_to_the_dense_sgpr_predictive_and_equals_the_ex
     exact = gp.condition(kernel, mean, X, y, noise)
     for got, expected in zip(sparse.predict_y(full, X_new, Positive(0.03)), gp.predict_y(exact, X_new, 0.03)):
         np.testing.assert_allclose(got, expected, atol=1e-7)
-    with pytest.raises(Exception, match="sparse.predict_y: `noise_variance` must be finite and strictly positive"):
+    with pytest.raises(Exception, match="gpcompose.predict_y: `noise_variance` must be finite and strictly positive"):
         sparse.predict_y(posterior, X_new, 0.0)
 
 

@@ -40,12 +40,6 @@ class ExactPosterior(AbstractGaussianPosterior):
 
         return predict(self, X)
 
-    def predict_y(self, X, noise_variance):
-        """`gp.predict_y(self, X, noise_variance)`."""
-        from ._predict import predict_y
-
-        return predict_y(self, X, noise_variance)
-
     def lookahead_variance(self, X_query, x, noise_variance):
         """`gp.lookahead_variance(self, X_query, x, noise_variance)`."""
         from ._predict import lookahead_variance

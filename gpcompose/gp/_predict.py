@@ -3,8 +3,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._jit import public_jit
 from .._linalg import solve_triangular
-from .._observations import check_new_inputs, with_observation_noise
-from ..parameters import AbstractParameter, value_of
+from .._observations import check_new_inputs
 from ._posterior import ExactPosterior
 
 
@@ -28,24 +27,6 @@ def predict(posterior: ExactPosterior, X_new: Float[ArrayLike, "Q D"]) -> tuple[
     mean = posterior.mean(X_new) + cross.T @ posterior.weights
     variance = posterior.kernel.diagonal(X_new) - jnp.sum(projected**2, axis=0)
     return mean, jnp.maximum(variance, 0.0)
-
-
-@public_jit()
-def predict_y(
-    posterior: ExactPosterior,
-    X_new: Float[ArrayLike, "Q D"],
-    noise_variance: Float[ArrayLike, "*Q"] | AbstractParameter,
-) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
-    """Predictive mean and variance of new observations y = f(x) + ε, ε ~ N(0, σ²), at `X_new`:
-    μ(x) and s²(x) + σ², the latent moments of `predict` with the noise variance added
-    (Rasmussen & Williams 2006, Sec. 2.2, after eq. 2.26).
-
-    `noise_variance` is σ² at the new inputs: a scalar, one value per row of `X_new`, or a
-    parameter (e.g. the fitted one passed to `condition`); finite and > 0. It is an argument
-    because a posterior conditioned on one noise variance per row has no single noise to reuse.
-    """
-    mean, variance = predict(posterior, X_new)
-    return mean, with_observation_noise(variance, value_of(noise_variance))
 
 
 @public_jit()

@@ -2,6 +2,7 @@
 ELBO, rank-1 updates (new observation; new inducing point), look-ahead variance, and the
 choice of inducing inputs (greedy variance selection, k-means)."""
 
+from .._posterior_interface import predict_y as predict_y
 from ._kmeans import kmeans as kmeans
 from ._objectives import elbo as elbo
 from ._posterior import INDUCING_JITTER as INDUCING_JITTER
@@ -15,9 +16,6 @@ from ._predict import (
 )
 from ._predict import (
     predict_covariance as predict_covariance,
-)
-from ._predict import (
-    predict_y as predict_y,
 )
 from ._predict import (
     reducible_variance as reducible_variance,

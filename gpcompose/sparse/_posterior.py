@@ -58,12 +58,6 @@ class SparsePosterior(AbstractGaussianPosterior):
 
         return reducible_variance(self, X)
 
-    def predict_y(self, X, noise_variance):
-        """`sparse.predict_y(self, X, noise_variance)`."""
-        from ._predict import predict_y
-
-        return predict_y(self, X, noise_variance)
-
     def lookahead_variance(self, X_query, x, noise_variance):
         """`sparse.lookahead_variance(self, X_query, x, noise_variance)`."""
         from ._predict import lookahead_variance

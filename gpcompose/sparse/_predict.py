@@ -3,8 +3,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._jit import public_jit
 from .._linalg import solve_triangular
-from .._observations import check_new_inputs, with_observation_noise
-from ..parameters import AbstractParameter, value_of
+from .._observations import check_new_inputs
 from ._posterior import SparsePosterior
 
 
@@ -35,23 +34,6 @@ def predict(
     """
     mean, residual, inducing_variance = _mean_and_variance_parts(posterior, X_new)
     return mean, jnp.maximum(residual + inducing_variance, 0.0)
-
-
-@public_jit()
-def predict_y(
-    posterior: SparsePosterior,
-    X_new: Float[ArrayLike, "Q D"],
-    noise_variance: Float[ArrayLike, "*Q"] | AbstractParameter,
-) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
-    """Predictive mean and variance of new observations y = f(x) + ε, ε ~ N(0, σ²), at `X_new`:
-    μ(x) and s²(x) + σ², the latent moments of `predict` with the noise variance added
-    (Titsias 2009, Sec. 2: the predictive of y adds σ² to that of f).
-
-    `noise_variance` is σ² at the new inputs: a scalar, one value per row of `X_new`, or a
-    parameter; finite and > 0 (as for `gp.predict_y`).
-    """
-    mean, variance = predict(posterior, X_new)
-    return mean, with_observation_noise(variance, value_of(noise_variance))
 
 
 @public_jit()
