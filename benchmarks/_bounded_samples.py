@@ -35,16 +35,16 @@ def standardised_training_set(key, function, num_train, negated=True):
     return X, (y - location) / scale, (highest - location) / scale, (lowest - location) / scale, values
 
 
-def samples_and_extrema(sample_key, search_key, X, y, offset, settings, root_centre="data"):
+def samples_and_extrema(sample_key, search_key, X, y, offset, settings, root_center="data"):
     """Fit `bo.fit_surrogate` to (X, y) in [0, 1]^d (the SRGP with c = `offset` and prior centre
-    `root_centre`, or the GP if None), draw `num_samples` pathwise samples with `num_features` random features and find
+    `root_center`, or the GP if None), draw `num_samples` pathwise samples with `num_features` random features and find
     their maxima and minima by `sampling.sample_extrema` on the unit cube.
 
     `settings` = (num_samples, num_features, num_candidates, num_starts, num_steps).
     **Returns:** (samples, extrema).
     """
     num_samples, num_features, num_candidates, num_starts, num_steps = settings
-    surrogate = bo.fit_surrogate(X, y, jnp.ones(X.shape[0], bool), offset, 100, root_centre)
+    surrogate = bo.fit_surrogate(X, y, jnp.ones(X.shape[0], bool), offset, 100, root_center)
     samples = surrogate.samples(sample_key, num_samples, num_features)
     unit = jnp.zeros(X.shape[1], X.dtype)
     extrema = sampling.sample_extrema(

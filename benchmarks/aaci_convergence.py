@@ -113,9 +113,9 @@ def load(data_dir, problem, max_points, seed):
     return tuple(jnp.asarray(array) for array in (X, y, X_test, y_test))
 
 
-def kmeans(key, X, num_centres, num_iterations=20):
+def kmeans(key, X, num_centers, num_iterations=20):
     """k-means++ seeding then Lloyd iterations on all rows of `X` (`gpcompose.sparse.kmeans`)."""
-    return gpcompose.sparse.kmeans(key, X, num_centres, num_iterations=num_iterations)
+    return gpcompose.sparse.kmeans(key, X, num_centers, num_iterations=num_iterations)
 
 
 def initial_model(X, likelihood_name, key):

@@ -9,14 +9,14 @@ accepted by the per-coordinate 2-sd rule. The functions are minimisation benchma
 document maximises, so by default the sampled function is −f with f⁺ = −min f, f⁻ = −max f
 (exact, in standardised units); the document does not say how it negates, and
 `--orientation as_given` samples f itself with f⁺ = max f, f⁻ = min f instead. η₊ = η₋ = 0.5d
-or 1d (the table header's η, standardised units). The SRGP's prior centre is `--root-centre`
+or 1d (the table header's η, standardised units). The SRGP's prior centre is `--root-center`
 (`bounded.root_prior_mean`: "data", f prior mean 0, the library's default; or "bound", f prior
 mean c).
 The document does not state N_train; the default 5d is ours. Seeds run vmapped.
 
 Usage:
     python benchmarks/bes_acceptance.py --seeds 30
-    python benchmarks/bes_acceptance.py --seeds 10 --orientation as_given --root-centre bound
+    python benchmarks/bes_acceptance.py --seeds 10 --orientation as_given --root-center bound
     python benchmarks/bes_acceptance.py --quick
 """
 
@@ -35,7 +35,7 @@ from _bounded_samples import samples_and_extrema, standardised_training_set  # n
 from _common import add_synthetic_function_options, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bounded  # noqa: E402
-from gpcompose.benchmarks import optimisation_functions  # noqa: E402
+from gpcompose.problems import optimization_functions  # noqa: E402
 
 plt = agg_pyplot()
 
@@ -52,7 +52,7 @@ DOCUMENT = {
 
 
 @eqx.filter_jit
-def acceptance_ratios(keys, function, eta, num_train, square_root, settings, negated=True, root_centre="data"):
+def acceptance_ratios(keys, function, eta, num_train, square_root, settings, negated=True, root_center="data"):
     """Per key (vmapped over seeds): the fraction of accepted samples, and the fractions
     whose maximum alone (|g⁺ − f⁺| ≤ 2η₊) and whose minimum alone are within 2 sd."""
 
@@ -61,7 +61,7 @@ def acceptance_ratios(keys, function, eta, num_train, square_root, settings, neg
         X, y, f_plus, f_minus, _ = standardised_training_set(data_key, function, num_train, negated)
         bounds = bounded.Bounds(f_plus, f_minus, eta, eta)
         offset = bounded.square_root_offset(bounds) if square_root else None
-        _, extrema = samples_and_extrema(sample_key, search_key, X, y, offset, settings, root_centre)
+        _, extrema = samples_and_extrema(sample_key, search_key, X, y, offset, settings, root_center)
         both = bounded.accepted(bounds, extrema)
         upper_ok = jnp.abs(extrema.value_max - f_plus) <= 2 * eta
         lower_ok = jnp.abs(extrema.value_min - f_minus) <= 2 * eta
@@ -79,14 +79,14 @@ def main():
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--orientation", choices=("negated", "as_given"), default="negated")
-    parser.add_argument("--root-centre", choices=("data", "bound"), default="data")
+    parser.add_argument("--root-center", choices=("data", "bound"), default="data")
     add_synthetic_function_options(parser)
     args = parser.parse_args()
     settings = (200, 100, args.candidates, args.starts, args.steps)
     seeds = args.seeds
     if args.quick:
         settings, seeds = (8, 20, 32, 2, 5), 2
-    functions = optimisation_functions()
+    functions = optimization_functions()
     records = []
     start = time.time()
     for name in args.functions.split(","):
@@ -105,7 +105,7 @@ def main():
                     model == "SRGP",
                     settings,
                     args.orientation == "negated",
-                    args.root_centre,
+                    args.root_center,
                 )
                 ratios, upper_ok, lower_ok = np.asarray(jax.block_until_ready(ratios)).T
                 records.append(
@@ -133,13 +133,13 @@ def main():
         "settings": dict(zip(("samples", "features", "candidates", "starts", "steps"), settings)),
         "train_per_dimension": args.train_per_dimension,
         "orientation": args.orientation,
-        "root_centre": args.root_centre,
+        "root_center": args.root_center,
         "quick": args.quick,
         **host_summary(),
         "wall_seconds": total,
     }
     stem = "bes_acceptance" + ("" if args.orientation == "negated" else "_as_given")
-    stem += ("" if args.root_centre == "data" else "_bound_centre") + ("_quick" if args.quick else "")
+    stem += ("" if args.root_center == "data" else "_bound_centre") + ("_quick" if args.quick else "")
     write_json(output / f"{stem}.json", {"meta": meta, "records": records})
 
     def cell(name, eta, model):

@@ -2,7 +2,7 @@
 wall time and final simple regret on Branin and Hartmann-3.
 
 Both libraries minimise the same function (the JAX definition of
-`gpcompose.benchmarks.optimisation_functions`, evaluated in float64; BoTorch gets its values as
+`gpcompose.problems.optimization_functions`, evaluated in float64; BoTorch gets its values as
 torch tensors) from the same max(d, 2) uniform initial points per seed, then spend 10d
 iterations, one point each, on the CPU:
 
@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 from _common import add_output_dir_and_quick, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bo  # noqa: E402
-from gpcompose.benchmarks import optimisation_functions  # noqa: E402
+from gpcompose.problems import optimization_functions  # noqa: E402
 
 METHODS = ("gpcompose EI", "gpcompose BES±", "BoTorch LogEI")
 
@@ -140,7 +140,7 @@ def main():
     import torch
 
     torch.set_num_threads(1)  # the machine's cores are shared with XLA's; one thread avoids oversubscription
-    functions = optimisation_functions()
+    functions = optimization_functions()
     records, start = [], time.perf_counter()
     for name in args.functions.split(","):
         function = functions[name]

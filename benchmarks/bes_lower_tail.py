@@ -24,7 +24,7 @@ from _bounded_samples import standardised_training_set  # noqa: E402
 from jax.scipy.stats import norm  # noqa: E402
 
 from gpcompose import bo, bounded, gp  # noqa: E402
-from gpcompose.benchmarks import optimisation_functions  # noqa: E402
+from gpcompose.problems import optimization_functions  # noqa: E402
 
 
 def lower_tail(key, function, eta_per_dimension, num_points):
@@ -65,7 +65,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=30)
     parser.add_argument("--points", type=int, default=4000)
     args = parser.parse_args()
-    function = optimisation_functions()[args.function]
+    function = optimization_functions()[args.function]
     keys = jax.random.split(jax.random.key(7), args.seeds)
     one = jax.jit(jax.vmap(lambda key: lower_tail(key, function, args.eta_per_dimension, args.points)))
     rows = np.asarray(one(keys))

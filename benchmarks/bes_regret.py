@@ -46,7 +46,7 @@ from _common import add_synthetic_function_options, agg_pyplot, host_summary, sa
 
 import gpcompose  # noqa: E402
 from gpcompose import bo  # noqa: E402
-from gpcompose.benchmarks import optimisation_functions  # noqa: E402
+from gpcompose.problems import optimization_functions  # noqa: E402
 
 plt = agg_pyplot()
 
@@ -150,7 +150,7 @@ def main():
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument(
-        "--square-root-centre", choices=("data", "bound"), default="data", help="the SRGP's prior centre (BES, ERM)"
+        "--square-root-center", choices=("data", "bound"), default="data", help="the SRGP's prior center (BES, ERM)"
     )
     parser.add_argument("--name", default=None, help="the JSON is OUTPUT_DIR/NAME.json (default bes_regret)")
     parser.add_argument("--table", action="store_true", help="only print the table of the stored results")
@@ -162,7 +162,7 @@ def main():
         "num_candidates": args.candidates,
         "num_starts": args.starts,
         "search_steps": args.steps,
-        "square_root_centre": args.square_root_centre,
+        "square_root_center": args.square_root_center,
     }
     seeds = args.seeds
     if args.quick:
@@ -184,7 +184,7 @@ def main():
     }
     runs = stored.get("runs") or ([stored["meta"]] if "meta" in stored else [])
     runs = runs + [meta]
-    functions = optimisation_functions()
+    functions = optimization_functions()
     done = {(r["function"], r["method"], r["eta_squared"]) for r in records}
     for name in args.functions.split(","):
         for method in args.methods.split(","):

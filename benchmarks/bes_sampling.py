@@ -55,7 +55,7 @@ from _bounded_samples import samples_and_extrema, standardised_training_set  # n
 from _common import add_synthetic_function_options, agg_pyplot, host_summary, save_figure, write_json  # noqa: E402
 
 from gpcompose import bounded  # noqa: E402
-from gpcompose.benchmarks import optimisation_functions  # noqa: E402
+from gpcompose.problems import optimization_functions  # noqa: E402
 
 plt = agg_pyplot()
 
@@ -119,7 +119,7 @@ def main():
     seeds, train_sizes = args.seeds, [int(n) for n in args.train_per_dimension.split(",")]
     if args.quick:
         settings, seeds, train_sizes = (NUM_KEPT + 4, 20, 32, 2, 5), 2, train_sizes[:1]
-    functions = optimisation_functions()
+    functions = optimization_functions()
     records = []
     start = time.time()
     output = Path(args.output_dir)

@@ -1,7 +1,7 @@
 """BVBMC on the contamination-source inverse problem of the thesis §7.3 beside its Table 7.2, with a
 NUTS reference posterior.
 
-- **Target**: `gpcompose.benchmarks.ContaminationSource()` (its docstring has the model): the heat
+- **Target**: `benchmark_problems.ContaminationSource()` (its docstring has the model): the heat
   equation u_t = u_xx + q₀ exp(−(x − x₀)²/(2ρ²)) 1[t ≤ t_s] on [0, 1] with Neumann ends, u observed
   at x ∈ {0, 1} and 5 times with N(0, 0.1²) noise (fixed JAX key 100; the thesis's Julia data differ),
   Student-t likelihood (α = β = 10⁻²), priors x₀ ~ U(0, 1), t_s ~ U(0, 0.4), q₀ ~ HalfCauchy(10),
@@ -46,9 +46,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import add_output_dir_and_quick, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 from _reference_sampling import importance_sampling, run_nuts  # noqa: E402
+from benchmark_problems import TRUE_PARAMETERS, ContaminationSource  # noqa: E402
 
 from gpcompose import boosting, bvbmc  # noqa: E402
-from gpcompose.benchmarks import TRUE_PARAMETERS, ContaminationSource  # noqa: E402
 from gpcompose.kernels import ProductMatern  # noqa: E402
 from gpcompose.parameters import Positive  # noqa: E402
 

@@ -1,5 +1,5 @@
 """BVBMC (gpcompose) next to PyVBMC on the VBMC toy problems of the BVBMC thesis §7.2 (Lumpy, Cigar,
-Student-t; `gpcompose.benchmarks.VBMC_TOY_PROBLEMS`), with the same initial-design size and the same total
+Student-t; `gpcompose.problems.VBMC_TOY_PROBLEMS`), with the same initial-design size and the same total
 number of target evaluations, beside the thesis's Table 7.1.
 
 - **Targets**: one instance per (problem, D), drawn with `--problem-seed` (default 0, as `bvbmc_toy.py`),
@@ -98,7 +98,7 @@ def run_pyvbmc(problem, dimension, seed, problem_seed, max_fun_evals, full_budge
         "seed": seed,
         **moment_metrics(jnp.asarray(mean.reshape(-1)), jnp.asarray(covariance), target),
         "elbo": float(results["elbo"]),
-        "log_normaliser": float(target.log_normaliser),
+        "log_normaliser": float(target.log_normalizer),
         "elbo_sd": float(results["elbo_sd"]),
         **pyvbmc_counts(results, num_evaluations),
         "convergence_status": str(results["convergence_status"]),

@@ -6,8 +6,8 @@ Table 7.1 (gsKL of BVBMC, a single run, and of VBMC, medians of 15 runs read off
 - **Cigar**: N(0, QΛQᵀ), Λ = diag(10, 0.1, …, 0.1), Q Haar-distributed on SO(D); unnormalised.
 - **Student-t**: Π_d T(x_d; ν_d), ν_d ~ U(2.5, 2 + 0.5D); unnormalised; covariance diag(ν/(ν − 2)).
 
-The targets are `gpcompose.benchmarks.Lumpy`, `Cigar` and `StudentT` (exact mean, covariance and log Z);
-the initial design is `gpcompose.benchmarks.vbmc_toy_initial_points`.
+The targets are `gpcompose.problems.Lumpy`, `Cigar` and `StudentT` (exact mean, covariance and log Z);
+the initial design is `gpcompose.problems.vbmc_toy_initial_points`.
 Each problem instance is drawn once with `--problem-seed`; each run seed draws its own 10D initial
 points x = 5|N(0, 1)| u with u uniform on the sphere (the thesis's code) and calls `bvbmc.fit` with
 `budget` = 100 (total evaluations 10D + 100) and the default learner `bvbmc.BVBMC()`: the product
@@ -45,9 +45,9 @@ import numpy as np  # noqa: E402
 from _common import add_output_dir_and_quick, agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 
 from gpcompose import boosting, bvbmc  # noqa: E402
-from gpcompose.benchmarks import VBMC_TOY_PROBLEMS as PROBLEMS  # noqa: E402
-from gpcompose.benchmarks import vbmc_toy_initial_points  # noqa: E402
-from gpcompose.benchmarks.metrics import gskl  # noqa: E402
+from gpcompose.problems import VBMC_TOY_PROBLEMS as PROBLEMS  # noqa: E402
+from gpcompose.problems import vbmc_toy_initial_points  # noqa: E402
+from gpcompose.problems.metrics import gskl  # noqa: E402
 
 plt = agg_pyplot()
 
@@ -105,7 +105,7 @@ def run(problem, dimension, seed, problem_seed, budget, learner):
         "seed": seed,
         **moment_metrics(mean, covariance, target),
         "elbo": float(result.elbo),
-        "log_normaliser": float(target.log_normaliser),
+        "log_normaliser": float(target.log_normalizer),
         "elbo_sd": float(result.elbo_sd),
         "num_components": int(jnp.sum(result.posterior.mask)),
         "num_evaluations": int(result.X.shape[0] + result.num_failed),

@@ -1,5 +1,5 @@
 """Ground truth for the Lotka–Volterra benchmark (SVBMC §5.3): reference posterior samples
-and log Z of `gpcompose.benchmarks.LotkaVolterra` on the Hudson's Bay data.
+and log Z of `benchmark_problems.LotkaVolterra` on the Hudson's Bay data.
 
 1. MAP search: L-BFGS (scipy) on z = log x from the prior mean and from prior draws; the
    distinct optima found are reported (a second mode with real mass would show up here).
@@ -37,8 +37,7 @@ import scipy.special  # noqa: E402
 import scipy.stats  # noqa: E402
 from _common import add_reference_dirs, agg_pyplot, machine_with_load, save_figure, utc_timestamp, write_json  # noqa: E402
 from _reference_sampling import importance_sampling, run_nuts  # noqa: E402
-
-from gpcompose.benchmarks import load_lotka_volterra  # noqa: E402
+from benchmark_problems import load_lotka_volterra  # noqa: E402
 
 plt = agg_pyplot()
 
@@ -175,7 +174,7 @@ def main():
         log_normaliser_standard_error=np.float64(importance["standard_error_delta_method"]),
     )
     summary = {
-        "problem": "LotkaVolterra (gpcompose.benchmarks), Hudson's Bay 1900-1920, D = 8",
+        "problem": "LotkaVolterra (benchmarks/benchmark_problems), Hudson's Bay 1900-1920, D = 8",
         "parameter_names": NAMES,
         "num_substeps": model.num_substeps,
         "log_normaliser": importance["log_normaliser"],

@@ -1,4 +1,4 @@
-"""Validation of `gpcompose.benchmarks.Timing` against the reference posterior of the VSBQ task
+"""Validation of `benchmark_problems.Timing` against the reference posterior of the VSBQ task
 `timing` stored in `vsbq/timing.mat` (SVBMC §5.4).
 
 1. Point checks: the log density at `Post.Mode` against `Post.ModeFval` (log joint under the
@@ -34,8 +34,7 @@ import numpy as np  # noqa: E402
 import scipy.io  # noqa: E402
 from _common import add_reference_dirs, agg_pyplot, machine_with_load, save_figure, utc_timestamp, write_json  # noqa: E402
 from _reference_sampling import StudentTMixture, adaptive_importance_sampling  # noqa: E402
-
-from gpcompose.benchmarks import load_timing, load_timing_reference  # noqa: E402
+from benchmark_problems import load_timing, load_timing_reference  # noqa: E402
 
 plt = agg_pyplot()
 
@@ -115,13 +114,13 @@ def main():
         arguments.num_proposals,
         arguments.num_components,
     )
-    log_z_gap = importance["log_normaliser"] - float(reference.log_normaliser)
+    log_z_gap = importance["log_normaliser"] - float(reference.log_normalizer)
     mean_gap = (mean - reference_mean) / reference_sd
     sd_ratio = np.sqrt(np.diag(covariance)) / reference_sd
     distances = marginal_total_variations(reference, points, weights)
     print(
         f"IS: log Z = {importance['log_normaliser']:.4f} ± {importance['standard_error_delta_method']:.4f} "
-        f"(batch SE {importance['standard_error_batches']:.4f}; Post.lnZ {float(reference.log_normaliser):.4f}, "
+        f"(batch SE {importance['standard_error_batches']:.4f}; Post.lnZ {float(reference.log_normalizer):.4f}, "
         f"difference {log_z_gap:+.4f}); ESS {importance['effective_sample_size']:.0f} of {importance['num_proposals']}"
     )
     print(f"    adaptation ESS per round {np.round(importance['adaptation_effective_sample_sizes'])}")
@@ -129,7 +128,7 @@ def main():
     print(f"    marginal TV against Post.MarginalPdf ({NUM_HISTOGRAM_BINS} bins) = {np.round(distances, 4)}")
 
     summary = {
-        "problem": "Timing (gpcompose.benchmarks), vsbq/timing.mat, D = 5, uniform box prior",
+        "problem": "Timing (benchmarks/benchmark_problems), vsbq/timing.mat, D = 5, uniform box prior",
         "parameter_names": NAMES,
         "mode": {
             "log_density_at_post_mode": mode_value,
@@ -145,7 +144,7 @@ def main():
         "sd_over_post_sd": dict(zip(NAMES, sd_ratio.tolist())),
         "marginal_total_variation": dict(zip(NAMES, distances)),
         "num_histogram_bins": NUM_HISTOGRAM_BINS,
-        "post_ln_z": float(reference.log_normaliser),
+        "post_ln_z": float(reference.log_normalizer),
         "log_normaliser_difference": log_z_gap,
         "quick": arguments.quick,
         "seed": arguments.seed,

@@ -10,7 +10,7 @@ minibatches of 256.
 1. **SteinGP**: `gpcompose.steingp.fit` with `inducing_points=Z` (model (c): particles over the
    SE-ARD hyperparameters, the noise variance and the M whitened inducing values; minibatch
    scores scaled by N/|B|), J = 30 particles drawn from the default Gamma(1, 2) priors
-   (`--initialisation around_initial`: u₀ + N(0, I) around lengthscales √D and unit variances),
+   (`--initialization around_initial`: u₀ + N(0, I) around lengthscales √D and unit variances),
    1000 steps of Adam (document: learning rate 0.001).
 2. **SVGP-Adam** (Hensman et al. 2015; `aaci_convergence.svgp_adam`): q(v) = N(m, L Lᵀ) over the
    whitened inducing values and the hyperparameters (no priors; lengthscales √(mean pairwise
@@ -76,7 +76,7 @@ def steingp_record(X, y, X_test, y_test, Z, split_index, args):
         inducing_points=Z,
         batch_size=args.batch_size,
         optimizer=optax.adam(args.learning_rate),
-        initialisation=args.initialisation,
+        initialization=args.initialization,
     )
     kernels, likelihoods = result.components
     return {
@@ -167,7 +167,7 @@ def main():
     parser.add_argument("--learning-rate", type=float, default=0.001)
     parser.add_argument("--methods", default="SteinGP,SVGP-Adam")
     parser.add_argument(
-        "--initialisation",
+        "--initialization",
         default="prior",
         choices=("prior", "around_initial"),
         help="SteinGP's initial particles: from the priors (document) or u₀ + N(0, I) around the initial values",

@@ -8,7 +8,7 @@ instead (the document prints 0.3 x; Neal's original, and the file, use 0.4 x).
 Model: squared-exponential kernel α² exp(−(x − x′)²/(2ℓ²)) and Gaussian noise σ², with
 SteinGP's default Gamma(shape 1, scale 2) priors and 10⁻⁶ + softplus constraints, J = 20
 particles (`gpcompose.steingp.fit`, conjugate model), initialised from the priors (the
-document's rule, App. 12; `--initialisation around_initial`: u₀ + N(0, I) around
+document's rule, App. 12; `--initialization around_initial`: u₀ + N(0, I) around
 ℓ = α² = σ² = 1, the rule before issue 5's change). Baseline: ML-II (`gpcompose.maximize`
 of the log marginal likelihood without prior, BFGS) from the same initial values.
 Reported: test RMSE of the predictive mean, summed test log predictive density, the
@@ -137,7 +137,7 @@ def largest_gap_split(values):
     return float(gaps[index]), np.exp(logs[: index + 1]), np.exp(logs[index + 1 :])
 
 
-def run_seed(X, y, X_test, y_test, seed, num_particles, num_steps, optimizer, initialisation):
+def run_seed(X, y, X_test, y_test, seed, num_particles, num_steps, optimizer, initialization):
     result, mean, log_density, wall = timed_steingp_fit(
         X,
         y,
@@ -149,7 +149,7 @@ def run_seed(X, y, X_test, y_test, seed, num_particles, num_steps, optimizer, in
         num_particles=num_particles,
         num_steps=num_steps,
         optimizer=optimizer,
-        initialisation=initialisation,
+        initialization=initialization,
     )
     kernel, likelihood = result.components
     lengthscale = np.asarray(kernel.lengthscale.value)
@@ -205,7 +205,7 @@ def main():
     parser.add_argument("--num-steps", type=int, default=1000)
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--initialisation", choices=["prior", "around_initial"], default="prior")
+    parser.add_argument("--initialization", choices=["prior", "around_initial"], default="prior")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--replot", action="store_true", help="re-plot the existing JSON (no fits)")
     args = parser.parse_args()
@@ -232,7 +232,7 @@ def main():
     results, first_result = [], None
     for seed in range(args.seeds):
         summary, result = run_seed(
-            X, y, X_test, y_test, seed, args.num_particles, args.num_steps, optimizer, args.initialisation
+            X, y, X_test, y_test, seed, args.num_particles, args.num_steps, optimizer, args.initialization
         )
         results.append(summary)
         first_result = result if first_result is None else first_result

@@ -70,12 +70,7 @@ import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import agg_pyplot, code_version, cpu_model, save_figure, utc_timestamp, write_json  # noqa: E402
-
-import gpcompose  # noqa: E402
-from gpcompose import sparse, svbmc  # noqa: E402
-from gpcompose.benchmarks import (  # noqa: E402
-    RosenbrockGaussian,
-    TwoMoons,
+from benchmark_problems import (  # noqa: E402
     cma_es_evaluations,
     load_lotka_volterra,
     load_lotka_volterra_reference,
@@ -83,7 +78,11 @@ from gpcompose.benchmarks import (  # noqa: E402
     load_timing_reference,
     slice_sampling_evaluations,
 )
-from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
+
+import gpcompose  # noqa: E402
+from gpcompose import sparse, svbmc  # noqa: E402
+from gpcompose.problems import RosenbrockGaussian, TwoMoons  # noqa: E402
+from gpcompose.problems.metrics import gskl, mmtv  # noqa: E402
 from gpcompose.transforms import BoundedTransform  # noqa: E402
 
 plt = agg_pyplot()
@@ -122,7 +121,7 @@ class Problem:
     serve MMTV and `reference_moments` (mean, covariance) GsKL."""
 
     log_density: Callable
-    log_normaliser: float
+    log_normalizer: float
     initial_set: Callable
     reference_samples: Callable
     reference_moments: tuple[np.ndarray, np.ndarray]
@@ -163,7 +162,7 @@ def exact_reference(target):
     moments = sample_moments(target.reference_samples(jax.random.key(10**6), 10**6))
     return dict(
         log_density=target.log_density,
-        log_normaliser=float(target.log_normaliser),
+        log_normalizer=float(target.log_normalizer),
         reference_samples=target.reference_samples,
         reference_moments=moments,
     )
@@ -174,7 +173,7 @@ def tabulated_reference(target, reference, sampler):
     moments, and `sampler(key, n)` for MMTV."""
     return dict(
         log_density=target.log_density,
-        log_normaliser=float(reference.log_normaliser),
+        log_normalizer=float(reference.log_normalizer),
         reference_samples=sampler,
         reference_moments=(np.asarray(reference.reference_mean), np.asarray(reference.reference_covariance)),
     )
@@ -408,7 +407,7 @@ def surrogate_diagnosis(problem: Problem, learner, reference_key, num_reference=
         error = mean - (log_density + state.transform.log_abs_det_jacobian(inputs))
         lengthscales = np.asarray(state.surrogate.kernel.lengthscale.value)
         return (
-            f"ELBO − log Z {float(state.elbo) - problem.log_normaliser:+.3f}, "
+            f"ELBO − log Z {float(state.elbo) - problem.log_normalizer:+.3f}, "
             f"MMTV {float(mmtv(samples, reference)):.3f}, "
             f"error at reference draws {float(jnp.mean(error)):+.2f} ± {float(jnp.std(error)):.2f} "
             f"(GP sd {float(jnp.median(jnp.sqrt(variance))):.3f}), M {int(jnp.sum(state.surrogate.inducing_mask))}, "
@@ -431,7 +430,7 @@ def outcome_metrics(problem: Problem, result, sample_key, reference_key, num_met
     return {
         "elbo": float(result.elbo),
         "elbo_sd": float(result.elbo_sd),
-        "delta_lml": abs(float(result.elbo) - problem.log_normaliser),
+        "delta_lml": abs(float(result.elbo) - problem.log_normalizer),
         "mmtv": float(mmtv(samples, reference)),
         "gskl": float(gskl(mean, covariance, *problem.reference_moments)),
         "num_components": int(np.sum(np.asarray(getattr(result.posterior, "mixture", result.posterior).mask))),
@@ -605,7 +604,7 @@ def run_problems(args, options, num_metric_samples, output_dir):
         if record is None:
             record = {
                 "problem": problem_name,
-                "log_normaliser": problem.log_normaliser,
+                "log_normaliser": problem.log_normalizer,
                 "budget": args.budget or problem.budget,
                 "batch_size": args.batch_size or problem.batch_size,
                 "options": {k: getattr(learner, k) for k in learner.__dataclass_fields__},

@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
 from svbmc_problems import bootstrap_median, run_seed, run_settings, seed_keys, two_moons  # noqa: E402
 
-from gpcompose.benchmarks import TwoMoons  # noqa: E402
-from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
+from gpcompose.problems import TwoMoons  # noqa: E402
+from gpcompose.problems.metrics import gskl, mmtv  # noqa: E402
 
 plt = agg_pyplot()
 
@@ -162,7 +162,7 @@ def run_pyvbmc(problem, seed, max_fun_evals, full_budget, num_metric_samples):
         "x0": x0.reshape(-1).tolist(),
         "elbo": elbo,
         "elbo_sd": float(results["elbo_sd"]),
-        "delta_lml": abs(elbo - float(problem.log_normaliser)),
+        "delta_lml": abs(elbo - float(problem.log_normalizer)),
         "mmtv": float(mmtv(samples, reference)),
         "gskl": float(divergence),
         **pyvbmc_counts(results, num_evaluations),
@@ -270,7 +270,7 @@ def main():
 
     options, num_metric_samples = run_settings(args)
     problem = two_moons(TARGET.radial_scale, evaluations_per_chain=25 if args.quick else 250)
-    assert abs(float(problem.log_normaliser) - LOG_NORMALISER) < 1e-12
+    assert abs(float(problem.log_normalizer) - LOG_NORMALISER) < 1e-12
     if args.quick:
         args.pyvbmc_max_fun_evals = args.pyvbmc_max_fun_evals or 30
 
@@ -284,7 +284,7 @@ def main():
             "name": PROBLEM,
             "radial_scale": TARGET.radial_scale,
             "concentration": TARGET.concentration,
-            "log_normaliser": float(problem.log_normaliser),
+            "log_normaliser": float(problem.log_normalizer),
         },
         "num_metric_samples": num_metric_samples,
         "svbmc": {

@@ -35,9 +35,9 @@ import optax  # noqa: E402
 import svbmc_problems  # noqa: E402
 from _common import add_output_dir_and_quick, utc_timestamp, write_json  # noqa: E402
 
-from gpcompose.benchmarks import TwoMoons  # noqa: E402
-from gpcompose.benchmarks.metrics import mmtv  # noqa: E402
 from gpcompose.mixtures import VBMCMixture  # noqa: E402
+from gpcompose.problems import TwoMoons  # noqa: E402
+from gpcompose.problems.metrics import mmtv  # noqa: E402
 
 
 def moon_coverage(X, y, reference, radius, trim):
@@ -123,7 +123,7 @@ def family_floor(radial_scale, num_components, rotated, num_steps, draws_per_com
         radial_scale=radial_scale,
         num_components=num_components,
         rotated=rotated,
-        kl=float(target.log_normaliser - final_elbo),
+        kl=float(target.log_normalizer - final_elbo),
         mmtv=float(mmtv(samples, reference)),
     )
 

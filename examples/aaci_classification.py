@@ -14,14 +14,12 @@ Run with `python examples/aaci_classification.py`. Writes `examples/aaci_classif
 """
 
 import math
-import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402

@@ -1,6 +1,6 @@
 """A sparse GP as a layer of an Equinox model, trained end to end with optax.
 
-Claim (issue 9, composability example 2): gpcompose's sparse posterior is an ordinary
+Claim: gpcompose's sparse posterior is an ordinary
 differentiable JAX function, so it can sit on top of a learned feature map inside an
 `eqx.Module` and be trained with `optax` like any other layer; gradients of the collapsed
 Titsias ELBO (`sparse.condition` → `sparse.elbo`) reach the MLP's weights, the inducing
@@ -25,14 +25,12 @@ and writes `examples/compose_sparse_gp_layer.png` (loss curves, the learned feat
 and the predictions against t).
 """
 
-import os
 import pathlib
 
 import equinox as eqx
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402

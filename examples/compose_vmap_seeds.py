@@ -1,6 +1,6 @@
 """A whole BVBMC run vmapped over 16 seeds in one compiled call.
 
-Claim (issue 9, composability example 1): a BVBMC run on a JAX-traceable log density
+Claim: a BVBMC run on a JAX-traceable log density
 (`bvbmc.BVBMC.init` then `gpcompose.run_traceable`) is an ordinary JAX function of a PRNG
 key, so `jax.jit(jax.vmap(...))` runs 16 independent BVBMC runs (each with its own initial
 design, acquisitions and boosting draws) in one call; `gpcompose.unstack` splits the batch
@@ -9,7 +9,7 @@ state (`tests/test_example_compose_vmap_seeds.py` checks it seed by seed). The s
 sequential calls is measured by `benchmarks/vmap_seeds.py`.
 
 Target: the 2-D Lumpy density of the VBMC toy suite (a normalised mixture of 12 Gaussians,
-`gpcompose.benchmarks.Lumpy`), whose mean, covariance and log Z = 0 are exact, so every
+`gpcompose.problems.Lumpy`), whose mean, covariance and log Z = 0 are exact, so every
 seed is scored by the gsKL between the moment-matched Gaussians of its mixture and of the
 target. Each seed draws 20 initial points x = 5|r|u (`vbmc_toy_initial_points`) and then
 spends a budget of new evaluations chosen by BVBMC's acquisitions.
@@ -19,14 +19,12 @@ of the one vmapped call, and writes `examples/compose_vmap_seeds.png` (the 16 po
 """
 
 import functools
-import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402
@@ -36,8 +34,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import gpcompose  # noqa: E402
 from gpcompose import boosting, bvbmc, kernels  # noqa: E402
-from gpcompose.benchmarks import Lumpy, vbmc_toy_initial_points  # noqa: E402
-from gpcompose.benchmarks.metrics import gskl  # noqa: E402
+from gpcompose.problems import Lumpy, vbmc_toy_initial_points  # noqa: E402
+from gpcompose.problems.metrics import gskl  # noqa: E402
 
 DIMENSION = 2
 NUM_INITIAL = 10 * DIMENSION  # the thesis's initial design size, 10 D
@@ -160,7 +158,7 @@ def main():
     outcome = run(jax.random.key(1), out_dir=pathlib.Path(__file__).parent)
     print(f"{len(outcome['keys'])} BVBMC runs ({NUM_INITIAL} initial + {outcome['budget']} evaluations each)")
     print(f"one jit(vmap(run)) call, compilation included: {outcome['seconds']:.1f} s")
-    print(f"{'seed':>4} {'gsKL':>10} {'ELBO':>8}   (log Z = {float(TARGET.log_normaliser):.0f})")
+    print(f"{'seed':>4} {'gsKL':>10} {'ELBO':>8}   (log Z = {float(TARGET.log_normalizer):.0f})")
     for index, (divergence, elbo) in enumerate(zip(outcome["gskl"], outcome["elbo"])):
         print(f"{index:>4} {float(divergence):>10.2e} {float(elbo):>8.3f}")
     print(f"median gsKL {float(jnp.median(outcome['gskl'])):.2e}")

@@ -15,7 +15,7 @@ The model is eight schools (Rubin 1981; Gelman et al., BDA3 §5.5) with the scho
 - Ground truth: the posterior on a dense θ grid (log Z, moments), possible in D = 2.
 
 Metrics: gsKL between the moment-matched Gaussians of each method and of the grid on θ
-(`gpcompose.benchmarks.metrics.gskl`), MMTV between BVBMC and NUTS draws on θ, posterior
+(`gpcompose.problems.metrics.gskl`), MMTV between BVBMC and NUTS draws on θ, posterior
 mean and sd of μ and τ, and |ELBO − log Z|. With ArviZ installed the draws of both methods are
 summarised by `arviz.summary` (through `gpcompose.contrib.arviz.to_inference_data`).
 
@@ -25,14 +25,12 @@ of our timing likelihood takes ~50 ms, so a NUTS run alone would take minutes.
 Run with `python examples/numpyro_bridge.py`. Writes `examples/numpyro_bridge.png`.
 """
 
-import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402
@@ -45,8 +43,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from gpcompose import boosting, bvbmc, kernels  # noqa: E402
-from gpcompose.benchmarks.metrics import gskl, mmtv  # noqa: E402
 from gpcompose.contrib.numpyro import NumPyroLogDensity  # noqa: E402
+from gpcompose.problems.metrics import gskl, mmtv  # noqa: E402
 
 NAME = "numpyro_bridge"
 NUM_CHAINS = 2  # NUTS chains (vectorised); the BVBMC draws are split the same way for ArviZ
@@ -82,12 +80,12 @@ def grid_reference(log_density):
     )
     peak = log_values.max()
     weights = np.exp(log_values - peak)
-    log_normaliser = peak + np.log(weights.sum() * cell)
+    log_normalizer = peak + np.log(weights.sum() * cell)
     probabilities = (weights / weights.sum())[..., None]
     mean = np.sum(probabilities * points, axis=(0, 1))
     centred = points - mean
     covariance = np.einsum("ijk,ijl->kl", probabilities * centred, centred)
-    return {"log_normaliser": float(log_normaliser), "mean": mean, "covariance": covariance}, axes, log_values
+    return {"log_normaliser": float(log_normalizer), "mean": mean, "covariance": covariance}, axes, log_values
 
 
 def settings(smoke):

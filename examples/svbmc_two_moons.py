@@ -5,20 +5,23 @@ evaluations of a log density — here every evaluation of 4 short slice-sampling
 two-moons target (κ = 8, radial scale 0.1, the VSBQ variant) — into a sparse-GP surrogate and a
 Gaussian-mixture posterior, spends a small active budget of new evaluations, and estimates
 log Z by the ELBO. Ground truth: log Z by dense 2-D grid quadrature of the target (checked
-against the closed form of `TwoMoons.log_normaliser`) and exact reference samples for MMTV.
+against the closed form of `TwoMoons.log_normalizer`) and exact reference samples for MMTV.
+
+The slice sampler, which records every evaluation it makes (step-outs and rejected proposals too), is
+the one of the SVBMC benchmarks, `benchmarks/benchmark_problems` in the repository (not installed with
+gpcompose), so the example runs from a checkout.
 
 Run with `python examples/svbmc_two_moons.py`. Writes `examples/svbmc_two_moons.png`
-(target with the initial and active evaluations; the SVBMC posterior with its samples).
+(the SVBMC posterior's marginals and density against exact samples; the ELBO of every round).
 """
 
-import os
 import pathlib
+import sys
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -28,9 +31,15 @@ import numpy as np  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from gpcompose import plot as plot_results  # noqa: E402
 from gpcompose import svbmc  # noqa: E402
-from gpcompose.benchmarks import TwoMoons, slice_sampling_evaluations  # noqa: E402
-from gpcompose.benchmarks.metrics import delta_lml, mmtv  # noqa: E402
+from gpcompose.problems import TwoMoons  # noqa: E402
+from gpcompose.problems.metrics import delta_lml, mmtv  # noqa: E402
+
+BENCHMARKS_DIR = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
+if str(BENCHMARKS_DIR) not in sys.path:  # the benchmarks' slice sampler (module docstring)
+    sys.path.append(str(BENCHMARKS_DIR))
+from benchmark_problems import slice_sampling_evaluations  # noqa: E402
 
 NAME = "svbmc_two_moons"
 NUM_CHAINS = 4
@@ -68,7 +77,7 @@ LEARNERS = {
 }
 
 
-def grid_log_normaliser(target, num_points_per_axis):
+def grid_log_normalizer(target, num_points_per_axis):
     """log Z ≈ log Σ_ij p(x_ij) h² on a uniform midpoint grid of [−2, 2]² with spacing h."""
     spacing = 2 * BOX_HALF_WIDTH / num_points_per_axis
     axis = jnp.linspace(-BOX_HALF_WIDTH + spacing / 2, BOX_HALF_WIDTH - spacing / 2, num_points_per_axis)
@@ -90,26 +99,15 @@ def initial_evaluations(target, key, evaluations_per_chain):
     return np.asarray(points.reshape(-1, 2)), np.asarray(values.reshape(-1))
 
 
-def plot(path, target, X_initial, active, samples, posterior):
-    axis_values = jnp.linspace(-1.3, 1.3, 161)
-    grid = jnp.stack(jnp.meshgrid(axis_values, axis_values), axis=-1)
-    target_density = jnp.exp(jax.vmap(jax.vmap(target.log_density))(grid) - target.log_normaliser)
-    posterior_density = jnp.exp(jax.vmap(posterior.log_prob)(grid.reshape(-1, 2)).reshape(grid.shape[:2]))
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4.6), sharex=True, sharey=True)
-    axes[0].plot(X_initial[:, 0], X_initial[:, 1], ".", color="C0", markersize=2, label="initial (slice chains)")
-    axes[0].contour(axis_values, axis_values, target_density, levels=8, colors="k", linewidths=0.8)
-    axes[0].plot(active[:, 0], active[:, 1], "x", color="C3", markersize=7, label="active (SVBMC)")
-    axes[0].set_title("target and evaluations")
-    axes[0].legend(loc="lower left", fontsize=8)
-    axes[1].plot(samples[:, 0], samples[:, 1], ".", color="C2", markersize=1, alpha=0.3)
-    axes[1].contour(axis_values, axis_values, posterior_density, levels=8, cmap="viridis")
-    axes[1].contour(axis_values, axis_values, target_density, levels=4, colors="k", linestyles="dashed", linewidths=0.7)
-    axes[1].set_title("SVBMC posterior (contours, samples); target dashed")
-    for axis in axes:
-        axis.set_aspect("equal")
-        axis.set_xlabel("x₁")
-    axes[0].set_ylabel("x₂")
-    figure.tight_layout()
+def plot(path, samples, reference, updates, log_normalizer):
+    """The posterior's corner plot against exact samples (`gpcompose.plot.corner`) beside the
+    ELBO of every round (`gpcompose.plot.elbo_trace`)."""
+    figure = plt.figure(figsize=(11, 4.8), layout="constrained")
+    left, right = figure.subfigures(1, 2, width_ratios=[1.1, 1])
+    plot_results.corner(samples, reference_samples=reference, labels=["x₁", "x₂"], fig=left)
+    left.suptitle("SVBMC posterior; exact samples in black")
+    plot_results.elbo_trace(updates, log_normalizer=log_normalizer, ax=right.subplots())
+    right.suptitle("ELBO per round; grid log Z dashed")
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
@@ -121,24 +119,39 @@ def run(key, *, out_dir: pathlib.Path, smoke: bool = False) -> dict:
     evaluations_per_chain, budget = SIZES[smoke]
     data_key, fit_key, sample_key, reference_key = jax.random.split(key, 4)
     target = TwoMoons(radial_scale=0.1, concentration=8.0)
-    log_normaliser = float(grid_log_normaliser(target, 200 if smoke else 800))
-    if abs(log_normaliser - target.log_normaliser) > 1e-6:
-        raise RuntimeError(f"grid log Z {log_normaliser} disagrees with the closed form {target.log_normaliser}.")
+    log_normalizer = float(grid_log_normalizer(target, 200 if smoke else 800))
+    if abs(log_normalizer - target.log_normalizer) > 1e-6:
+        raise RuntimeError(f"grid log Z {log_normalizer} disagrees with the closed form {target.log_normalizer}.")
     X, y = initial_evaluations(target, data_key, evaluations_per_chain)
     log_density = eqx.filter_jit(target.log_density)
-    result = svbmc.fit(lambda x: float(log_density(x)), X, y, key=fit_key, budget=budget, learner=LEARNERS[smoke])
+    updates = []  # each round's SVBMCUpdateInfo (ELBO ± sd), for the plot
+
+    def record_round(progress):
+        if progress.tell_info.updated:
+            updates.append(progress.tell_info.update)
+
+    result = svbmc.fit(
+        lambda x: float(log_density(x)),
+        X,
+        y,
+        key=fit_key,
+        budget=budget,
+        learner=LEARNERS[smoke],
+        callback=record_round,
+    )
     num_samples = 2000 if smoke else 20_000
     samples = np.asarray(result.posterior.sample(sample_key, num_samples))
-    error = float(delta_lml(result.elbo, log_normaliser))
-    marginal_total_variation = float(mmtv(samples, target.reference_samples(reference_key, num_samples)))
+    error = float(delta_lml(result.elbo, log_normalizer))
+    reference = np.asarray(target.reference_samples(reference_key, num_samples))
+    marginal_total_variation = float(mmtv(samples, reference))
     path = pathlib.Path(out_dir) / f"{NAME}.png"
-    plot(path, target, X, np.asarray(result.X[X.shape[0] :]), samples, result.posterior)
+    plot(path, samples, reference, updates, log_normalizer)
     return {
         "method": "SVBMC",
         "problem": f"two moons (D=2), {X.shape[0]} evaluations from {NUM_CHAINS} slice chains + {budget} active",
         "metric": "ΔLML",
         "value": error,
-        "reference": f"0 (grid log Z = {log_normaliser:.4f}); ELBO {float(result.elbo):.4f} ± "
+        "reference": f"0 (grid log Z = {log_normalizer:.4f}); ELBO {float(result.elbo):.4f} ± "
         f"{float(result.elbo_sd):.4f}, MMTV {marginal_total_variation:.3f} vs exact samples",
         "seconds": time.perf_counter() - start,
         "png": str(path),

@@ -31,7 +31,6 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_opt
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 EXAMPLES_DIR = pathlib.Path(__file__).resolve().parent
 if str(EXAMPLES_DIR) not in sys.path:  # the tour imports its sibling scripts

@@ -11,28 +11,43 @@ traceback of such an error can point at an earlier call of the same compiled fun
 
 import contextlib
 import contextvars
+import warnings
 from collections.abc import Iterator
 
 import equinox as eqx
+import optimistix as optx
 from jaxtyping import Bool, PyTree
 
 _PUBLIC_FUNCTION: contextvars.ContextVar[str | None] = contextvars.ContextVar("public_function", default=None)
 
 
-class RESULTS(eqx.Enumeration):
-    """Outcome of a numerical step. `RESULTS.successful` means the outputs are exact."""
+# optimistix's `successful` has an empty message and prints as `RESULTS<>`; redefining it here
+# (which equinox warns about) makes every code, ours and the solvers', print readably.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Enumeration has duplicate incompatible values for successful")
 
-    __module__ = "gpcompose"  # its public path: the items print as gpcompose.RESULTS<…>
+    class RESULTS(optx.RESULTS):
+        """Outcome of a numerical step. `RESULTS.successful` means the outputs are exact.
 
-    successful = "successful"
-    cholesky_failed = (
-        "The matrix was not positive definite even after the largest jitter of the "
-        "escalation policy; the outputs are finite placeholders and must not be used."
-    )
-    update_failed = (
-        "A rank-1 Cholesky update, downdate or append lost positive definiteness; "
-        "recompute the factorisation from scratch."
-    )
+        It extends `optimistix.RESULTS`, so a solver's code becomes one of these with
+        `RESULTS.promote(solution.result)` (as `maximize` does) and prints its message.
+        """
+
+        __module__ = "gpcompose"  # its public path: the items print as gpcompose.RESULTS<…>
+
+        successful = "successful"
+        cholesky_failed = (
+            "The matrix was not positive definite even after the largest jitter of the "
+            "escalation policy; the outputs are finite placeholders and must not be used."
+        )
+        update_failed = (
+            "A rank-1 Cholesky update, downdate or append lost positive definiteness; "
+            "recompute the factorisation from scratch."
+        )
+        nonfinite_objective = (
+            "`objective` (with the log prior) was NaN or infinite where the fit ended, so no step "
+            "could be taken: check `objective` at the starting `params`."
+        )
 
 
 @contextlib.contextmanager

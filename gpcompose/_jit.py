@@ -20,6 +20,7 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from ._errors import raised_by
+from ._validation import check_key
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,7 +40,8 @@ def _public_path(cls_or_function) -> str:
 def public_jit(*, static_argnames: tuple[str, ...] = ()) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorator: `eqx.filter_jit` with Python scalars turned into (weakly typed) arrays, whose
     run-time value errors start with the function's public name ("gp.condition: …"; for a
-    method, that of the class of `self`: "bo.BO.tell: …")."""
+    method, that of the class of `self`: "bo.BO.tell: …"), and whose argument `key`, if it
+    has one, must be a PRNG key (`check_key`, a `TypeError` naming it otherwise)."""
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         jitted = eqx.filter_jit(function)
@@ -50,6 +52,8 @@ def public_jit(*, static_argnames: tuple[str, ...] = ()) -> Callable[[Callable[P
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             bound = signature.bind(*args, **kwargs)
             passed = set(bound.arguments)
+            if bound.arguments.get("key") is not None:
+                check_key(bound.arguments["key"])
             bound.apply_defaults()  # f(x) and f(x, None) share one compiled program
             for name in passed:
                 value = bound.arguments[name]

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
+from ._errors import RESULTS
 from ._finite import all_finite
 from ._select import select_tree
 from .parameters import log_prior, partition
@@ -15,11 +16,11 @@ Params = TypeVar("Params")
 
 class MaximizeResult(eqx.Module, Generic[Params]):
     """Outcome of `maximize`: the fitted tree, the objective (with prior) at it, the
-    optimistix result code and the number of BFGS steps."""
+    solver's result code (optimistix's, as a `gpcompose.RESULTS`) and the number of BFGS steps."""
 
     params: Params
     value: Float[Array, ""]
-    result: optx.RESULTS
+    result: RESULTS
     num_steps: Int[Array, ""]
 
     @property
@@ -57,7 +58,8 @@ def maximize(
     data through `args` (not a closure) so that new data reuse the compiled fit.
 
     **Returns:** a `MaximizeResult`. The solver itself never raises: a solve that stops
-    early (`result` not successful, e.g. `max_steps` reached) returns its last iterate, so one
+    early (`result` not successful, e.g. `max_steps` reached, or
+    `RESULTS.nonfinite_objective` where the objective is NaN or ±inf) returns its last iterate, so one
     seed of a vmapped batch of fits does not stop the others. A run-time check inside
     `objective` still raises (`eqx.error_if`, e.g. `gp.condition` given non-finite data, or a
     noise variance held by a `Real` that a step makes negative). `Positive` and `Interval`
@@ -84,6 +86,10 @@ def maximize(
     solver = optx.BFGS(rtol=rtol, atol=atol)
     solution = optx.minimise(negative_log_density, solver, trainable, args, max_steps=max_steps, throw=False)
     value = -scale * negative_log_density(solution.value, args)
+    result = RESULTS.where(jnp.isfinite(value), RESULTS.promote(solution.result), RESULTS.nonfinite_objective)
     return MaximizeResult(
-        eqx.combine(solution.value, rest), value, solution.result, jnp.asarray(solution.stats["num_steps"])
+        eqx.combine(solution.value, rest),
+        value,
+        result,
+        jnp.asarray(solution.stats["num_steps"]),
     )

@@ -12,10 +12,12 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._errors import error_if
 from ._validation import (
+    as_floating,
     broadcast_per_row,
     check_inputs,
     check_point,
     check_targets,
+    common_dtype,
     require_finite,
     require_positive,
 )
@@ -57,21 +59,34 @@ def observed_box(observations: Observations) -> tuple[Float[Array, " D"], Float[
 
 
 def make_observations(
+    kernel: AbstractKernel,
+    mean: AbstractMean,
     X: Float[ArrayLike, "N D"],
     y: Float[ArrayLike, " N"],
     noise_variance: Float[ArrayLike, "*N"],
     mask: Bool[ArrayLike, " N"] | None = None,
     capacity: int | None = None,
 ) -> Observations:
-    """Validate data and place it in a buffer of `capacity` rows (default: N).
+    """Validate the prior (`check_prior`) and the data, and place the data in a buffer of
+    `capacity` rows (default: N).
 
-    Raises `ValueError` for shape mismatches; non-finite `X`/`y` or non-positive noise
-    raise at run time through `eqx.error_if`.
+    The buffer's dtype is the widest floating dtype of `X`, `y` and the prior's parameters
+    (`common_dtype`; integer data are promoted, complex data refused); `noise_variance` is
+    cast to it. Raises `ValueError` for shape mismatches and an empty buffer; non-finite
+    `X`/`y` or non-positive noise raise at run time through `eqx.error_if`.
     """
+    check_prior(kernel, mean)
     X = check_inputs(X, "X")
     num_points = X.shape[0]
-    y = check_targets(y, "y", num_points).astype(X.dtype)
-    noise_variance = broadcast_per_row(noise_variance, "noise_variance", num_points, X.dtype)
+    y = check_targets(y, "y", num_points)
+    dtype = common_dtype(X, y, kernel, mean)
+    X, y = X.astype(dtype), y.astype(dtype)
+    noise_variance = broadcast_per_row(noise_variance, "noise_variance", num_points, dtype)
+    if max(num_points, capacity or 0) == 0:
+        raise ValueError(
+            f"`X` has no rows (shape {X.shape}): condition on at least one observation, or pass "
+            "`capacity` ≥ 1 to start an empty buffer that `update` fills."
+        )
     if mask is None:
         mask = jnp.ones((num_points,), bool)
     else:
@@ -133,8 +148,8 @@ def append_observation(
     dimension = observations.inputs.shape[1]
     dtype = observations.inputs.dtype
     x = require_finite(check_point(x, "x", dimension).astype(dtype), "x")
-    y = jnp.asarray(y, dtype)
-    noise_variance = jnp.asarray(noise_variance, dtype)
+    y = as_floating(y, "y").astype(dtype)
+    noise_variance = as_floating(noise_variance, "noise_variance").astype(dtype)
     if y.shape != () or noise_variance.shape != ():
         raise ValueError(f"`y` and `noise_variance` must be scalars, got shapes {y.shape} and {noise_variance.shape}.")
     y = require_finite(y, "y")

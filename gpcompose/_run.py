@@ -4,6 +4,8 @@ import equinox as eqx
 import jax
 from jaxtyping import PRNGKeyArray, PyTree
 
+from ._validation import check_key
+
 State = TypeVar("State")
 
 
@@ -25,6 +27,7 @@ def run(algorithm: eqx.Module, state: State, key: PRNGKeyArray, num_steps: int, 
     """
     if not isinstance(num_steps, int) or num_steps < 0:
         raise ValueError(f"`num_steps` must be a non-negative int, got {num_steps!r}.")
+    check_key(key)
 
     def body(carry, step_key):
         return algorithm.step(carry, step_key, *args)

@@ -6,16 +6,70 @@ value mistakes (non-finite data, non-positive noise) go through `eqx.error_if` (
 inside `jit` and names the offending batch element under `vmap`.
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray, PyTree
 
 from ._errors import error_if
 
 
+def as_floating(value: ArrayLike, name: str) -> Array:
+    """`value` as a real floating array: integers and booleans are promoted to the default
+    floating dtype (float64 with `jax_enable_x64`, else float32), never the other way round,
+    and complex values are refused with a `ValueError` (their imaginary part would be lost)."""
+    value = jnp.asarray(value)
+    if jnp.issubdtype(value.dtype, jnp.complexfloating):
+        raise ValueError(
+            f"`{name}` must be real, got complex dtype {value.dtype}; pass `jnp.real({name})` if its "
+            "imaginary part is meant to be dropped."
+        )
+    if not jnp.issubdtype(value.dtype, jnp.floating):
+        value = value.astype(jnp.result_type(float))
+    return value
+
+
+def common_dtype(*trees: PyTree) -> jnp.dtype:
+    """The widest floating dtype of the floating arrays in `trees` (weakly typed ones, such
+    as Python numbers turned into arrays, do not widen it): float32 data with float64
+    parameters are computed in float64, so that every array of a solve has one dtype."""
+    leaves = jax.tree_util.tree_leaves(eqx.filter(trees, eqx.is_inexact_array))
+    strong = [leaf.dtype for leaf in leaves if not jax.typeof(leaf).weak_type]
+    if strong:  # the widest, without relying on implicit promotion (which may be set to "strict")
+        return max(strong, key=lambda dtype: jnp.finfo(dtype).bits)
+    return jnp.result_type(*leaves) if leaves else jnp.result_type(float)
+
+
+def check_key(key: PRNGKeyArray, name: str = "key") -> PRNGKeyArray:
+    """`key`, with a `TypeError` unless it is a JAX PRNG key: a typed key (`jax.random.key`)
+    or a raw uint32 key (`jax.random.PRNGKey`), one key or a batch of them."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return key
+    if dtype == jnp.uint32 and getattr(key, "ndim", 0) >= 1:
+        return key
+    described = f"{type(key).__name__} {key!r}" if dtype is None else f"an array of dtype {dtype}"
+    raise TypeError(
+        f"`{name}` must be a JAX PRNG key, e.g. `jax.random.key(0)` (or a batch of keys from "
+        f"`jax.random.split`), got {described}."
+    )
+
+
+def raise_if(x: PyTree, pred: Bool[ArrayLike, ""], message: str) -> PyTree:
+    """`x`, with a `ValueError(message)` now when `pred` is concrete and True, or a run-time
+    error (`_errors.error_if`) when it is traced (inside `jit` or `vmap`)."""
+    pred = jnp.asarray(pred)
+    if not isinstance(pred, jax.core.Tracer):
+        if bool(jnp.any(pred)):
+            raise ValueError(message)
+        return x
+    return error_if(x, pred, message)
+
+
 def check_inputs(X: Float[ArrayLike, "N D"], name: str, dimension: int | None = None) -> Float[Array, "N D"]:
-    """`X` as a 2-D floating array, optionally with `dimension` columns."""
-    X = jnp.asarray(X)
+    """`X` as a 2-D floating array (integers promoted, complex refused: `as_floating`),
+    optionally with `dimension` columns."""
+    X = as_floating(X, name)
     if X.ndim != 2:
         raise ValueError(f"`{name}` must have shape (num_points, dimension), got shape {X.shape}.")
     if dimension is not None and X.shape[1] != dimension:
@@ -24,24 +78,25 @@ def check_inputs(X: Float[ArrayLike, "N D"], name: str, dimension: int | None = 
 
 
 def check_point(x: Float[ArrayLike, " D"], name: str, dimension: int) -> Float[Array, " D"]:
-    """`x` as one input point of shape `(dimension,)`."""
-    x = jnp.asarray(x)
+    """`x` as one floating input point of shape `(dimension,)` (`as_floating`)."""
+    x = as_floating(x, name)
     if x.shape != (dimension,):
         raise ValueError(f"`{name}` must have shape ({dimension},), got shape {x.shape}.")
     return x
 
 
 def check_targets(y: Float[ArrayLike, " N"], name: str, num_points: int) -> Float[Array, " N"]:
-    """`y` as a vector with one entry per input row."""
-    y = jnp.asarray(y)
+    """`y` as a floating vector with one entry per input row (`as_floating`)."""
+    y = as_floating(y, name)
     if y.shape != (num_points,):
         raise ValueError(f"`{name}` must have shape ({num_points},) to match the inputs, got shape {y.shape}.")
     return y
 
 
 def broadcast_per_row(value: Float[ArrayLike, "*N"], name: str, num_points: int, dtype) -> Float[Array, " N"]:
-    """A scalar or a per-row vector as a vector of length `num_points`."""
-    value = jnp.asarray(value, dtype=dtype)
+    """A real scalar or per-row vector (`as_floating`) as a vector of length `num_points`
+    in `dtype`."""
+    value = as_floating(value, name).astype(dtype)
     if value.ndim == 0:
         return jnp.full((num_points,), value)
     if value.shape != (num_points,):
@@ -61,16 +116,20 @@ def require_positive(array: Array, name: str) -> Array:
 
 
 def check_box(lower: Float[ArrayLike, " D"], upper: Float[ArrayLike, " D"]) -> tuple[Array, Array]:
-    """`lower`, `upper` as floating `(D,)` arrays of one dtype, with lower < upper in every
-    coordinate: a `ValueError` when the values are concrete, `eqx.error_if` under jit."""
-    lower = jnp.asarray(lower)
-    dtype = lower.dtype if jnp.issubdtype(lower.dtype, jnp.floating) else jnp.result_type(float)
-    lower = lower.astype(dtype)
+    """`lower`, `upper` as real floating `(D,)` arrays of one dtype, finite (a box to search,
+    sample or scale uniformly) and with lower < upper in every coordinate: a `ValueError` when
+    the values are concrete, `eqx.error_if` under jit."""
+    lower = as_floating(lower, "lower")
     if lower.ndim != 1:
         raise ValueError(f"`lower` must have shape (dimension,), got shape {lower.shape}.")
-    upper = check_point(jnp.asarray(upper, dtype), "upper", lower.shape[0])
+    upper = check_point(upper, "upper", lower.shape[0]).astype(lower.dtype)
+    got = (
+        ""
+        if isinstance(lower, jax.core.Tracer) or isinstance(upper, jax.core.Tracer)
+        else f", got lower={lower.tolist()}, upper={upper.tolist()}"
+    )
+    finite = jnp.all(jnp.isfinite(lower)) & jnp.all(jnp.isfinite(upper))
+    lower = raise_if(lower, ~finite, f"`lower` and `upper` must be finite (a box sampled uniformly){got}.")
     ordered = jnp.all(lower < upper)
-    if not isinstance(ordered, jax.core.Tracer) and not bool(ordered):
-        raise ValueError(f"`lower` must be < `upper` in every coordinate, got lower={lower}, upper={upper}.")
-    lower = error_if(lower, ~ordered, "`lower` must be < `upper` in every coordinate.")
+    lower = raise_if(lower, ~ordered, f"`lower` must be < `upper` in every coordinate{got}.")
     return lower, upper

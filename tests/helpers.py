@@ -1,5 +1,7 @@
 """Dense brute-force references and finite differences shared by the tests."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -77,3 +79,18 @@ def dense_grid_posterior(K, log_likelihood, half_width=9.0, num_points=601):
     mean = (weights[:, None] * points).sum(0) / weights.sum()
     variance = (weights[:, None] * (points - mean) ** 2).sum(0) / weights.sum()
     return mean, variance, log_evidence
+
+
+def assert_moments_within_monte_carlo_error(samples, mean, covariance, num_standard_errors=5.0):
+    """Sample means and centred cross-products against (mean, covariance), each within a few of its
+    own Monte Carlo standard errors."""
+    samples, mean, covariance = np.asarray(samples), np.asarray(mean), np.asarray(covariance)
+    num_samples = samples.shape[0]
+    mean_error = np.std(samples, axis=0) / math.sqrt(num_samples)
+    np.testing.assert_array_less(np.abs(samples.mean(axis=0) - mean), num_standard_errors * mean_error + 1e-12)
+    centred = samples - mean
+    products = centred[:, :, None] * centred[:, None, :]
+    product_error = products.std(axis=0) / math.sqrt(num_samples)
+    np.testing.assert_array_less(
+        np.abs(products.mean(axis=0) - covariance), num_standard_errors * product_error + 1e-12
+    )

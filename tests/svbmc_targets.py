@@ -48,8 +48,8 @@ CORRELATED_COVARIANCE = np.array([[1.0, 0.95 * 0.5], [0.95 * 0.5, 0.25]])
 def correlated_log_density(x):
     """log N(x; 0, C) with correlation 0.95 (log Z = 0)."""
     precision = jnp.asarray(np.linalg.inv(CORRELATED_COVARIANCE))
-    log_normaliser = 0.5 * np.linalg.slogdet(CORRELATED_COVARIANCE)[1] + math.log(2 * math.pi)
-    return -0.5 * x @ precision @ x - log_normaliser
+    log_normalizer = 0.5 * np.linalg.slogdet(CORRELATED_COVARIANCE)[1] + math.log(2 * math.pi)
+    return -0.5 * x @ precision @ x - log_normalizer
 
 
 def correlated_evaluations():

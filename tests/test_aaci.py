@@ -1,4 +1,4 @@
-"""AACI CAVI and SVI against dense, independently coded references (notes/aaci.md §6)."""
+"""AACI CAVI and SVI against dense, independently coded references (Galy-Fajou, Wenzel & Opper 2020)."""
 
 import equinox as eqx
 import jax
@@ -118,7 +118,7 @@ def test_gaussian_likelihood_is_exact_in_one_step(getkey):
     [(StudentT(degrees_of_freedom=3.0), 0.110), (Laplace(), 0.206), (Matern32Likelihood(), 0.137), (Logistic(), None)],
 )
 def test_augmentation_gap_on_one_point(likelihood, digest_gap):
-    # q(f) = N(0.3, 0.7) at one point with k(x, x) = 1, y = 1.1 (notes/aaci.md §6 item 9)
+    # q(f) = N(0.3, 0.7) at one point with k(x, x) = 1, y = 1.1 (a hand-checked case)
     kernel = gpcompose.kernels.SquaredExponential(1.0, 1.0)
     cavi = CAVI(kernel, likelihood)
     X = jnp.zeros((1, 1))

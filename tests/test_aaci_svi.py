@@ -39,7 +39,7 @@ def test_svi_with_inducing_equal_to_data_full_batch_unit_step_is_cavi(getkey):
 
 def _dense_sparse_elbo(state, likelihood, X, y):
     """The sparse augmented ELBO in the document's unwhitened form (A.4.4) with the Titsias term and a
-    non-zero prior mean (notes/aaci.md §2.7 fixes 3–4), by explicit inverses."""
+    non-zero prior mean (Galy-Fajou, Wenzel & Opper 2020, §3.2, with the prior mean kept), by explicit inverses."""
     Zs = np.asarray(state.inducing_inputs)
     K_z = np.asarray(KERNEL.gram(Zs))
     K_xz = np.asarray(KERNEL.cross(X, Zs))
@@ -55,7 +55,7 @@ def _dense_sparse_elbo(state, likelihood, X, y):
     a0, a1 = likelihood.affine_coefficients(jnp.asarray(y))
     c2 = (np.asarray(a0) + np.asarray(a1) * mean_f) ** 2 + np.asarray(a1) ** 2 * variance_f
     data = np.sum(
-        likelihood.log_normaliser()
+        likelihood.log_normalizer()
         + likelihood.linear_coefficient(jnp.asarray(y)) * mean_f
         + likelihood.log_phi(jnp.asarray(c2))
     )

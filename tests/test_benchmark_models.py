@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.stats
-from scipy.integrate import solve_ivp
-
-from gpcompose.benchmarks import (
+from benchmark_problems import (
     LotkaVolterra,
     Timing,
     TimingReference,
@@ -20,6 +18,7 @@ from gpcompose.benchmarks import (
     load_timing,
     load_timing_reference,
 )
+from scipy.integrate import solve_ivp
 
 # --------------------------------------------------------------------------- Lotka–Volterra
 
@@ -149,10 +148,10 @@ def test_load_lotka_volterra(tmp_path, synthetic_lotka_volterra):
 def test_load_lotka_volterra_reference(tmp_path, getkey):
     samples = np.exp(np.random.default_rng(1).normal(size=(500, 8)))
     path = tmp_path / "lotka_volterra.npz"
-    np.savez(path, samples=samples, log_normaliser=np.float64(-146.7), log_normaliser_standard_error=np.float64(0.01))
+    np.savez(path, samples=samples, log_normalizer=np.float64(-146.7), log_normalizer_standard_error=np.float64(0.01))
     reference = load_lotka_volterra_reference(path)
-    np.testing.assert_allclose(reference.log_normaliser, -146.7)
-    np.testing.assert_allclose(reference.log_normaliser_standard_error, 0.01)
+    np.testing.assert_allclose(reference.log_normalizer, -146.7)
+    np.testing.assert_allclose(reference.log_normalizer_standard_error, 0.01)
     np.testing.assert_allclose(reference.reference_mean, samples.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(reference.reference_covariance, np.cov(samples, rowvar=False), rtol=1e-12)
     draws = reference.reference_samples(getkey(), 100)
@@ -280,7 +279,7 @@ def test_timing_marginal_samples(getkey):
     grid = np.linspace(means - 8 * sds, means + 8 * sds, 2048)
     density = scipy.stats.norm.pdf(grid, means, sds)
     reference = TimingReference(
-        log_normaliser=jnp.asarray(-10.0),
+        log_normalizer=jnp.asarray(-10.0),
         reference_mean=jnp.asarray(means),
         reference_covariance=jnp.diag(jnp.asarray(sds**2)),
         mode=jnp.asarray(means),
@@ -325,7 +324,7 @@ def test_load_timing(tmp_path, synthetic_timing):
     np.testing.assert_array_equal(model.upper_bounds, TIMING_UPPER)
 
     reference = load_timing_reference(tmp_path)
-    np.testing.assert_allclose(reference.log_normaliser, -130.5)
+    np.testing.assert_allclose(reference.log_normalizer, -130.5)
     np.testing.assert_allclose(reference.mode_log_density, -123.0)
     np.testing.assert_allclose(reference.reference_mean, TIMING_POINTS[0])
     np.testing.assert_allclose(reference.mode, TIMING_POINTS[1])

@@ -12,9 +12,9 @@ import pytest
 import gpcompose
 from gpcompose import bo, bounded
 from gpcompose.active_learning import Checkpoint, load_checkpoint, save_checkpoint
-from gpcompose.benchmarks import optimisation_functions
+from gpcompose.problems import optimization_functions
 
-BRANIN = optimisation_functions()["branin"]
+BRANIN = optimization_functions()["branin"]
 BRANIN_MINIMUM = BRANIN.minimum
 BRANIN_LOWER, BRANIN_UPPER = np.asarray(BRANIN.lower), np.asarray(BRANIN.upper)
 SEARCH = dict(num_candidates=64, num_starts=2, search_steps=15, fit_steps=40)
@@ -83,12 +83,12 @@ def test_bes_falls_back_to_ei_when_nothing_is_accepted():
     np.testing.assert_allclose(x, ei_argmax, rtol=1e-12)
 
 
-def test_square_root_centre_reaches_the_surrogate():
+def test_square_root_center_reaches_the_surrogate():
     X = jax.random.uniform(jax.random.key(3), (6, 2))
     y = jnp.sin(3.0 * X[:, 0]) - X[:, 1]
     offset = jnp.asarray(2.0)
-    for centre, root_mean in (("data", 2.0), ("bound", 0.0)):
-        surrogate = bo.fit_surrogate(X, y, jnp.ones(6, bool), offset, 5, centre)
+    for center, root_mean in (("data", 2.0), ("bound", 0.0)):
+        surrogate = bo.fit_surrogate(X, y, jnp.ones(6, bool), offset, 5, center)
         np.testing.assert_allclose(surrogate.posterior.root.mean.constant.value, root_mean, rtol=1e-12)
 
 
@@ -264,8 +264,8 @@ def test_bad_input_is_rejected():
         SMALL_EI.init(np.zeros((3, 3)), np.zeros(3), BRANIN_LOWER, BRANIN_UPPER, budget=4)
     with pytest.raises(ValueError, match="`acquisition` must be an acquisition module"):
         bo.BO(acquisition="pi")
-    with pytest.raises(ValueError, match="`square_root_centre`"):
-        bo.BoundedEntropySearch(square_root_centre="middle")
+    with pytest.raises(ValueError, match="`square_root_center`"):
+        bo.BoundedEntropySearch(square_root_center="middle")
     with pytest.raises(ValueError, match="`num_samples` must be positive"):
         bo.MaxValueEntropySearch(num_samples=0)
     state = RANDOM.init(NO_X, NO_Y, BRANIN_LOWER, BRANIN_UPPER, budget=3)

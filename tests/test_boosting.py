@@ -72,7 +72,7 @@ def test_relbo_matches_monte_carlo(getkey):
     q = mixture([0.7, 0.3], [[0.0, 0.0], [1.0, -1.0]], [[1.0, 0.5], [0.3, 0.3]])
     mean, log_scale = jnp.array([0.4, -0.3]), jnp.log(jnp.array([0.7, 0.9]))
     noise = jax.random.normal(getkey(), (64, 2))
-    value = relbo(posterior, q, mean, log_scale, noise, regularisation=0.6, log_stabiliser=-20.0)
+    value = relbo(posterior, q, mean, log_scale, noise, regularization=0.6, log_stabilizer=-20.0)
     # Brute force: ∫ m_D f by Monte Carlo over the GP's predictive mean; the cross-entropy
     # on the same draws; the regulariser λ/4 log|Σ| written out.
     draws = mean[None] + jnp.exp(log_scale)[None] * jax.random.normal(getkey(), (200_000, 2))
@@ -91,7 +91,7 @@ def test_relbo_gradient_matches_finite_differences(getkey):
 
     @jax.jit
     def objective(parameters):
-        return boosting.relbo(posterior, q, *parameters, noise, regularisation=1.0, log_stabiliser=-20.0)
+        return boosting.relbo(posterior, q, *parameters, noise, regularization=1.0, log_stabilizer=-20.0)
 
     parameters = (jnp.array([0.4, -0.3]), jnp.log(jnp.array([0.7, 0.9])))
     np.testing.assert_allclose(
@@ -162,9 +162,9 @@ def test_stabiliser_bounds_the_relbo_and_the_new_component_in_the_tail(getkey):
     q = mixture([1.0], [[6.0, 6.0]], [[0.25, 0.25]], slots=2)  # the f-step starts from a draw of q, in the tail
     noise = jax.random.normal(getkey(), (256, 2))
 
-    def value(location, log_stabiliser):
+    def value(location, log_stabilizer):
         mean = jnp.array([location, location])
-        return float(relbo(posterior, q, mean, jnp.zeros(2), noise, regularisation=1.0, log_stabiliser=log_stabiliser))
+        return float(relbo(posterior, q, mean, jnp.zeros(2), noise, regularization=1.0, log_stabilizer=log_stabilizer))
 
     assert value(40.0, -jnp.inf) - value(20.0, -jnp.inf) > 500.0  # −log q grows without bound
     assert abs(value(40.0, -20.0) - value(20.0, -20.0)) < 1e-9  # flat: δ_D caps −log(q + δ_D)
@@ -172,8 +172,8 @@ def test_stabiliser_bounds_the_relbo_and_the_new_component_in_the_tail(getkey):
         posterior,
         q,
         getkey(),
-        regularisation=jnp.asarray(1.0),
-        log_stabiliser=jnp.asarray(-20.0),
+        regularization=jnp.asarray(1.0),
+        log_stabilizer=jnp.asarray(-20.0),
         num_steps=200,
         learning_rate=jnp.asarray(0.05),
         num_samples=64,

@@ -105,7 +105,7 @@ def test_square_root_round_trip_and_clamping(getkey):
     high = y.at[2].set(offset + 0.5)
     posterior = bounded.condition_square_root(kernel, X, high, 1e-3, offset)
     assert int(posterior.num_clamped) == 1
-    mean, variance = bounded.predict_linearised(posterior, X)
+    mean, variance = bounded.predict_linearized(posterior, X)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(variance))
     assert np.all(np.asarray(mean) <= offset)
 
@@ -125,7 +125,7 @@ def test_moment_matching_against_monte_carlo(getkey):
     assert np.all(np.abs(matched_mean - mc_mean) <= 4 * mean_se)
     assert np.all(np.abs(matched_variance - mc_variance) <= 4 * variance_se)
     # the linearisation (document eqs. 6–7) is the first-order part: mean off by −½σ_h²
-    linear_mean, linear_variance = bounded.predict_linearised(posterior, X_test)
+    linear_mean, linear_variance = bounded.predict_linearized(posterior, X_test)
     np.testing.assert_allclose(matched_mean - linear_mean, -0.5 * root_variance, rtol=1e-12)
     np.testing.assert_allclose(matched_variance - linear_variance, 0.5 * root_variance**2, rtol=1e-12)
 
@@ -136,14 +136,14 @@ def test_root_prior_centres_far_from_the_data(getkey):
     kernel, X, y = problem(getkey())
     offset = 1.4
     far = jnp.asarray([[40.0]])
-    for centre, expected in (("data", -0.5 * 0.8), ("bound", offset - 0.5 * 0.8)):
-        mean = bounded.root_prior_mean(jnp.asarray(offset), centre)
+    for center, expected in (("data", -0.5 * 0.8), ("bound", offset - 0.5 * 0.8)):
+        mean = bounded.root_prior_mean(jnp.asarray(offset), center)
         posterior = bounded.condition_square_root(kernel, X, y, 1e-3, offset, mean=mean)
         matched_mean, _ = bounded.predict_moment_matched(posterior, far)
         np.testing.assert_allclose(matched_mean, [expected], rtol=1e-10)
     default = bounded.condition_square_root(kernel, X, y, 1e-3, offset)
     np.testing.assert_allclose(bounded.predict_moment_matched(default, far)[0], [-0.4], rtol=1e-10)
-    with pytest.raises(ValueError, match="`centre`"):
+    with pytest.raises(ValueError, match="`center`"):
         bounded.root_prior_mean(jnp.asarray(offset), "middle")
 
 

@@ -16,9 +16,9 @@ import pytest
 import gpcompose
 from gpcompose import acquisition, boosting, bvbmc, gp, kernels, mixtures, quadrature
 from gpcompose.active_learning import Checkpoint, load_checkpoint, run_black_box, run_traceable, save_checkpoint
-from gpcompose.benchmarks.metrics import gskl
 from gpcompose.bvbmc._learner import refit_surrogate
 from gpcompose.bvbmc._surrogate import initial_prior, raw_units_posterior
+from gpcompose.problems.metrics import gskl
 
 MEAN = jnp.array([0.5, -1.0])
 SD = jnp.array([1.0, 0.6])
@@ -93,7 +93,7 @@ def test_log_space_acquisitions_match_their_direct_formulae(getkey):
         extreme = jax.vmap(function)(jnp.array([800.0, -800.0, 0.0]), jnp.array([50.0, 1e-300, 0.0]), jnp.zeros(3))
         assert bool(jnp.all(jnp.isfinite(extreme))), name
     threshold = jnp.asarray(0.1)
-    regulariser = jax.vmap(lambda k: acquisition.log_variance_regulariser(k, threshold))(variance)
+    regulariser = jax.vmap(lambda k: acquisition.log_variance_regularizer(k, threshold))(variance)
     np.testing.assert_allclose(regulariser, np.where(k < 0.1, 1.0 - 0.1 / k, 0.0), rtol=1e-12)
 
 

@@ -9,9 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from gpcompose.benchmarks import ContaminationSource, heat_observations, simulate_observations
-from gpcompose.benchmarks._contamination_source import OBSERVATION_TIMES, TRUE_PARAMETERS
+from benchmark_problems import (
+    OBSERVATION_TIMES,
+    TRUE_PARAMETERS,
+    ContaminationSource,
+    heat_observations,
+    simulate_observations,
+)
 
 
 def cosine_series_observations(parameters, num_modes=400, num_grid=20001):

@@ -90,11 +90,11 @@ def test_quadrature_elbo_is_the_top_level_elbo():
 
 
 @eqx.filter_jit
-def _elbo_of_exact_log_joint(kernel_variance, log_normaliser, location, scale, mixture, key):
+def _elbo_of_exact_log_joint(kernel_variance, log_normalizer, location, scale, mixture, key):
     """A GP whose posterior mean is exactly log Z + log N(x; μ, diag ω²): a negative-quadratic
     prior mean with that shape, and observations of it with no residual."""
     mean = means.NegativeQuadratic(
-        maximum=log_normaliser - 0.5 * jnp.sum(jnp.log(2 * math.pi * scale**2)), location=location, scale=scale
+        maximum=log_normalizer - 0.5 * jnp.sum(jnp.log(2 * math.pi * scale**2)), location=location, scale=scale
     )
     X = jax.random.normal(jax.random.key(0), (8, 2))
     kernel = kernels.SquaredExponential(lengthscale=1.0, variance=kernel_variance)
@@ -102,24 +102,24 @@ def _elbo_of_exact_log_joint(kernel_variance, log_normaliser, location, scale, m
     return gpcompose.elbo(posterior, mixture, key, 200_000)
 
 
-def test_elbo_of_the_exact_posterior_is_the_log_normaliser(getkey):
+def test_elbo_of_the_exact_posterior_is_the_log_normalizer(getkey):
     """For log p(x) = log Z + log N(x; μ, diag ω²) the ELBO is log Z − KL(q ‖ N(μ, ω²)):
     log Z at q = N(μ, ω²) (within the entropy's Monte Carlo error), lower elsewhere."""
-    location, scale, log_normaliser = jnp.array([0.3, -0.7]), jnp.array([0.8, 1.4]), jnp.array(2.5)
+    location, scale, log_normalizer = jnp.array([0.3, -0.7]), jnp.array([0.8, 1.4]), jnp.array(2.5)
     exact_q = mixtures.GaussianMixture.from_moments(jnp.ones(1), location[None], (scale**2)[None])
     key = getkey()
-    value, sd = _elbo_of_exact_log_joint(jnp.array(0.5), log_normaliser, location, scale, exact_q, key)
+    value, sd = _elbo_of_exact_log_joint(jnp.array(0.5), log_normalizer, location, scale, exact_q, key)
     draws = exact_q.stratified_sample(key, 200_000)[0]
     entropy_terms = np.asarray(-exact_q.log_prob(draws))
     error = entropy_terms.std() / math.sqrt(entropy_terms.size)
-    assert abs(value - log_normaliser) <= 4 * error
+    assert abs(value - log_normalizer) <= 4 * error
     assert np.isfinite(sd) and sd >= 0
     shifted = mixtures.GaussianMixture.from_moments(jnp.ones(1), (location + 0.5)[None], (0.5 * scale**2)[None])
-    value, _ = _elbo_of_exact_log_joint(jnp.array(0.5), log_normaliser, location, scale, shifted, key)
+    value, _ = _elbo_of_exact_log_joint(jnp.array(0.5), log_normalizer, location, scale, shifted, key)
     kl = mixtures.gaussian_kl(location + 0.5, jnp.diag(0.5 * scale**2), location, jnp.diag(scale**2))
     # −log q at its own draws has variance D/2 for any Gaussian q: the same standard error.
-    assert abs(value - (log_normaliser - kl)) <= 4 * error
-    assert kl > 0.1 and value < log_normaliser
+    assert abs(value - (log_normalizer - kl)) <= 4 * error
+    assert kl > 0.1 and value < log_normalizer
 
 
 def test_gradients_match_finite_differences_with_common_random_numbers(getkey):

@@ -15,9 +15,9 @@ SUMMARY_KEYS = {"method", "problem", "metric", "value", "reference", "seconds", 
 def test_grid_reference_matches_the_closed_form():
     """The example's ground truth (midpoint sum on its grid) against Z = 2π a s, mean 0 and
     covariance diag(a², s² + 2b²a⁴): a wrong grid, range or density fails by far more."""
-    log_normaliser, mean, covariance = example.grid_reference()
-    exact_log_normaliser, exact_mean, exact_covariance = example.closed_form()
-    assert math.isclose(log_normaliser, exact_log_normaliser, rel_tol=0.0, abs_tol=1e-9)
+    log_normalizer, mean, covariance = example.grid_reference()
+    exact_log_normalizer, exact_mean, exact_covariance = example.closed_form()
+    assert math.isclose(log_normalizer, exact_log_normalizer, rel_tol=0.0, abs_tol=1e-9)
     np.testing.assert_allclose(mean, exact_mean, rtol=0.0, atol=1e-8)
     np.testing.assert_allclose(covariance, exact_covariance, rtol=1e-8, atol=1e-8)
 

@@ -1,7 +1,6 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optimistix as optx
 
 import gpcompose
 from gpcompose import gp, kernels, means, priors, sparse
@@ -16,7 +15,17 @@ def test_map_of_a_gaussian_objective_with_a_normal_prior():
     fit = gpcompose.maximize(lambda p, _: -0.5 * (p["x"].value - 4.0) ** 2, params)
     np.testing.assert_allclose(fit.params["x"].value, 3.0, atol=1e-6)
     assert fit.params["fixed"].value == 5.0
-    assert fit.result == optx.RESULTS.successful
+    assert fit.result == gpcompose.RESULTS.successful
+
+
+def test_the_result_code_prints_readably():
+    # optimistix's own `successful` prints as `RESULTS<>`; `maximize` returns gpcompose's codes.
+    fit = gpcompose.maximize(lambda p, _: -((p.value - 1.0) ** 2), Real(0.0))
+    assert "successful" in repr(fit) and "successful" in str(fit)
+    assert "RESULTS<>" not in repr(fit)
+    stopped = gpcompose.maximize(lambda p, _: -((p.value - 1.0) ** 4), Real(0.0), max_steps=1)
+    assert stopped.result == gpcompose.RESULTS.nonlinear_max_steps_reached
+    assert "maximum number of steps" in repr(stopped.result)
 
 
 def test_map_includes_the_log_jacobian_of_the_transform():
@@ -63,7 +72,7 @@ def test_ml2_on_noise_free_data_with_the_default_noise_parameter_ends_at_a_valid
             "noise": Positive(0.1),
         }
         fit = gpcompose.maximize(_log_marginal_likelihood, params, (X, y))
-        assert fit.result == optx.RESULTS.successful and bool(fit.finite), seed
+        assert fit.result == gpcompose.RESULTS.successful and bool(fit.finite), seed
         assert np.isfinite(float(_log_marginal_likelihood(fit.params, (X, y)))), seed
         assert floor <= float(fit.params["noise"].value) < 1e-6, seed
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from gpcompose.benchmarks import metrics
+from gpcompose.problems import metrics
 
 from .helpers import autodiff_gradient, finite_difference_gradient
 

@@ -1,4 +1,4 @@
-"""Noise shaping (SVBMC eq. S17) against the values of notes/svbmc.md §2.4."""
+"""Noise shaping (Li, Clarté & Acerbi 2023, App. B.3, eq. S17) against hand-computed values."""
 
 import equinox as eqx
 import jax

@@ -34,7 +34,7 @@ def square_root(count, capacity=None):
     [
         (exact, gp.predict, gp.lookahead_variance),
         (sparse_posterior, sparse.predict, sparse.lookahead_variance),
-        (square_root, bounded.predict_linearised, bounded.square_root_lookahead_variance),
+        (square_root, bounded.predict_linearized, bounded.square_root_lookahead_variance),
     ],
     ids=["exact", "sparse", "square_root"],
 )

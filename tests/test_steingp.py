@@ -264,7 +264,7 @@ def test_one_particle_ascends_to_the_map_hyperparameters(data, getkey):
     model = steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
     schedule = optax.exponential_decay(0.1, transition_steps=100, decay_rate=0.5)
     algorithm = steingp.SteinGP(
-        model, optimizer=optax.adam(schedule), initialisation="around_initial", initial_scale=0.0
+        model, optimizer=optax.adam(schedule), initialization="around_initial", initial_scale=0.0
     )
     state, _ = gpcompose.run(algorithm, algorithm.init(1, key=getkey()), getkey(), 1500)
     kernel, likelihood = algorithm.result(state, None).components
@@ -338,7 +338,7 @@ def test_float32_smoke_fit(data, getkey):
     assert bool(jnp.all(result.info.finite)) and bool(jnp.all(jnp.isfinite(variance)))
 
 
-def test_prior_initialisation_draws_the_hyperparameters_from_their_priors(data, getkey):
+def test_prior_initialization_draws_the_hyperparameters_from_their_priors(data, getkey):
     X, y = data
     model = steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
     result = steingp.SteinGP(model).result(steingp.SteinGP(model).init(2000, key=getkey()), None)
@@ -350,7 +350,7 @@ def test_prior_initialisation_draws_the_hyperparameters_from_their_priors(data, 
     assert np.max(particle_hyperparameters(result)[0]) > 10.0
 
 
-def test_prior_initialisation_draws_latents_from_their_prior(sparse_classifier, getkey):
+def test_prior_initialization_draws_latents_from_their_prior(sparse_classifier, getkey):
     state = steingp.SteinGP(sparse_classifier).init(2000, key=getkey())
     latents = np.asarray(state.particles.latents)
     assert latents.shape == (2000, 5)
@@ -358,7 +358,7 @@ def test_prior_initialisation_draws_latents_from_their_prior(sparse_classifier, 
 
 
 def old_initial_particles(model, key, num_particles, scale):
-    """The initialisation before `initialisation` existed (u₀ + scale · ε, ν ~ N(0, I)), with
+    """The initialization before `initialization` existed (u₀ + scale · ε, ν ~ N(0, I)), with
     its key splits, written out."""
     hyperparameters, _ = gpcompose.parameters.partition((model.kernel, model.likelihood))
     leaves, treedef = jax.tree.flatten(hyperparameters)
@@ -372,23 +372,23 @@ def old_initial_particles(model, key, num_particles, scale):
     return np.stack(particles)
 
 
-def test_around_initial_reproduces_the_previous_initialisation(sparse_classifier, getkey):
+def test_around_initial_reproduces_the_previous_initialization(sparse_classifier, getkey):
     key = getkey()
-    algorithm = steingp.SteinGP(sparse_classifier, initialisation="around_initial", initial_scale=0.7)
+    algorithm = steingp.SteinGP(sparse_classifier, initialization="around_initial", initial_scale=0.7)
     state = algorithm.init(3, key=key)
     particles = np.stack([ravel_pytree(jax.tree.map(lambda x: x[j], state.particles))[0] for j in range(3)])
     np.testing.assert_array_equal(particles, old_initial_particles(sparse_classifier, key, 3, 0.7))
 
 
-@pytest.mark.parametrize("initialisation", ["prior", "around_initial"])
-def test_fit_passes_the_initialisation_through(data, getkey, initialisation):
+@pytest.mark.parametrize("initialization", ["prior", "around_initial"])
+def test_fit_passes_the_initialization_through(data, getkey, initialization):
     X, y = data
     key = getkey()
     result = steingp.fit(
-        X, y, key=key, kernel=SquaredExponential(), likelihood=Gaussian(), num_steps=0, initialisation=initialisation
+        X, y, key=key, kernel=SquaredExponential(), likelihood=Gaussian(), num_steps=0, initialization=initialization
     )
     model = steingp.make_model(X, y, kernel=SquaredExponential(), likelihood=Gaussian())
-    state = steingp.SteinGP(model, initialisation=initialisation).init(20, key=jax.random.split(key)[0])
+    state = steingp.SteinGP(model, initialization=initialization).init(20, key=jax.random.split(key)[0])
     np.testing.assert_array_equal(ravel_pytree(result.particles)[0], ravel_pytree(state.particles)[0])
 
 
@@ -411,8 +411,8 @@ def test_bad_inputs_raise_clear_errors(data):
     sparse = steingp.make_model(X, y, kernel=kernel, likelihood=gaussian, inducing_points=X[:3])
     with pytest.raises(ValueError, match="batch_size"):
         steingp.SteinGP(sparse, batch_size=NUM_POINTS + 1)
-    with pytest.raises(ValueError, match="initialisation"):
-        steingp.SteinGP(sparse, initialisation="uniform")
+    with pytest.raises(ValueError, match="initialization"):
+        steingp.SteinGP(sparse, initialization="uniform")
     with pytest.raises(ValueError, match="num_particles"):
         steingp.SteinGP(sparse).init(0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="shape"):

@@ -114,5 +114,5 @@ def test_kmeans_finds_separated_clusters_and_respects_mask_and_active():
     assert np.any(np.all(np.asarray(X) == np.asarray(partial[2]), axis=1))
     with pytest.raises(ValueError, match="`active` must have shape"):
         gpcompose.sparse.kmeans(jax.random.key(0), X, 3, active=jnp.ones((2,), bool))
-    with pytest.raises(ValueError, match="`num_centres` must be a positive"):
+    with pytest.raises(ValueError, match="`num_centers` must be a positive"):
         gpcompose.sparse.kmeans(jax.random.key(0), X, 0)

@@ -48,7 +48,7 @@ def _reference_log_prob(likelihood, y, f):
 
 
 def _prior_density(likelihood):
-    """p(ω) in closed form (notes/aaci.md §2.9), for the likelihoods whose prior is a scipy law."""
+    """p(ω) in closed form (Galy-Fajou, Wenzel & Opper 2020, §3.1), for the likelihoods whose prior is a scipy law."""
     if isinstance(likelihood, StudentT):
         return stats.gamma(a=(3.5 + 1) / 2, scale=1 / 3.5).pdf
     if isinstance(likelihood, Laplace):
@@ -74,7 +74,7 @@ def test_decomposition_reproduces_closed_form_log_prob(likelihood):
     # the decomposition itself: log C + g f + log φ((a₀ + a₁ f)²)
     a0, a1 = likelihood.affine_coefficients(jnp.asarray(y))
     manual = (
-        likelihood.log_normaliser()
+        likelihood.log_normalizer()
         + likelihood.linear_coefficient(jnp.asarray(y)) * f
         + likelihood.log_phi((a0 + a1 * f) ** 2)
     )
@@ -206,17 +206,17 @@ def test_bad_labels_and_scales_raise():
     np.testing.assert_allclose(
         Logistic().log_prob(jnp.array([0.0, 1.0]), jnp.array([0.3, 0.3])), special.log_expit([-0.3, 0.3])
     )
-    with pytest.raises(eqx.EquinoxRuntimeError, match="class labels"):
+    with pytest.raises(ValueError, match="class labels"):  # concrete labels: checked at once
         Logistic().log_prob(jnp.array([2.0, 1.0]), jnp.zeros(2))
     with pytest.raises(eqx.EquinoxRuntimeError, match="class labels"):
         eqx.filter_jit(BayesianSVM().log_prob)(jnp.array([0.0, -1.0]), jnp.zeros(2))
-    for make in [
-        lambda: StudentT(scale=-1.0),
-        lambda: Laplace(scale=0.0),
-        lambda: Matern32Likelihood(scale=-2.0),
-        lambda: Gaussian(variance=-1.0),
+    for make, name in [
+        (lambda: StudentT(scale=-1.0), "scale"),
+        (lambda: Laplace(scale=0.0), "scale"),
+        (lambda: Matern32Likelihood(scale=-2.0), "scale"),
+        (lambda: Gaussian(variance=-1.0), "variance"),
     ]:
-        with pytest.raises(ValueError, match="value"):
+        with pytest.raises(ValueError, match=f"`{name}` must be > 0"):
             make()
 
 
@@ -227,7 +227,7 @@ def test_gaussian_is_still_a_likelihood():
 class _StudentTFromPhiOnly(AbstractSuperGaussianLikelihood):
     """A likelihood written with C, g, h and φ only (ν = 3, σ = 1): ω̄ by autodiff, ω by inversion."""
 
-    def log_normaliser(self):
+    def log_normalizer(self):
         return jnp.asarray(special.gammaln(2.0) - special.gammaln(1.5) - 0.5 * np.log(3 * np.pi))
 
     def linear_coefficient(self, y):

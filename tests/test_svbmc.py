@@ -19,7 +19,7 @@ import gpcompose
 from gpcompose import sparse, svbmc
 from gpcompose.acquisition import log_expected_interquantile_range, log_prospective_uncertainty, log_sinh
 from gpcompose.active_learning import Checkpoint, load_checkpoint, run_black_box, run_traceable, save_checkpoint
-from gpcompose.benchmarks.metrics import gskl
+from gpcompose.problems.metrics import gskl
 from gpcompose.svbmc import _surrogate, _training, _workflow
 from gpcompose.svbmc._refit import condition_on_selected
 from gpcompose.svbmc._report import record_round
@@ -319,11 +319,11 @@ def test_a_checkpoint_of_another_acquisition_is_refused(small_state, tmp_path):
 
 def test_mixture_components_stay_in_the_high_points_box(small_state):
     """Every component mean lies in the box of the points within θ_σ = 10D of the best,
-    centre ± width/2 (the state's `centre`, `width`), not merely in the training inputs' box."""
+    center ± width/2 (the state's `center`, `width`), not merely in the training inputs' box."""
     mask = np.asarray(small_state.posterior.mask)
     means = np.asarray(small_state.posterior.means)[mask]
-    lower = np.asarray(small_state.centre - 0.5 * small_state.width)
-    upper = np.asarray(small_state.centre + 0.5 * small_state.width)
+    lower = np.asarray(small_state.center - 0.5 * small_state.width)
+    upper = np.asarray(small_state.center + 0.5 * small_state.width)
     assert np.all(means >= lower - 1e-9) and np.all(means <= upper + 1e-9)
 
 
@@ -543,9 +543,9 @@ def test_on_a_chain_like_set_of_a_strongly_correlated_target_the_default_start_r
     rho = 0.999
     covariance = np.array([[1.0, rho * 0.5], [rho * 0.5, 0.25]])
     precision = np.linalg.inv(covariance)
-    log_normaliser = 0.5 * np.linalg.slogdet(covariance)[1] + math.log(2 * math.pi)
+    log_normalizer = 0.5 * np.linalg.slogdet(covariance)[1] + math.log(2 * math.pi)
     X = np.random.default_rng(0).multivariate_normal(np.zeros(2), covariance, NUM_INITIAL)
-    y = -0.5 * np.einsum("nd,de,ne->n", X, precision, X) - log_normaliser
+    y = -0.5 * np.einsum("nd,de,ne->n", X, precision, X) - log_normalizer
     settings = dict(key=jax.random.key(0), budget=BUDGET)
     default = SMALL.init(X, y, **settings)
     given = dataclasses.replace(SMALL, highest_points_whitening=False).init(X, y, **settings)

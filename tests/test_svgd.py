@@ -28,7 +28,7 @@ def gaussian_log_density(mean, variance):
 
 
 def dense_rbf_direction_and_discrepancy(particles, scores, lengthscale):
-    """Closed-form RBF terms: R_i = (2/ℓ²) Σ_j (λ_i − λ_j) κ_ij (notes/steingp.md §2.2)."""
+    """Closed-form RBF terms: R_i = (2/ℓ²) Σ_j (λ_i − λ_j) κ_ij (Liu & Wang 2016, eq. 8)."""
     particles, scores = np.asarray(particles), np.asarray(scores)
     num_particles, dimension = particles.shape
     squared_lengthscale = lengthscale**2

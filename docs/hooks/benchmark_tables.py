@@ -1,7 +1,7 @@
 """MkDocs hook: include sections of `benchmarks/README.md` in the method pages, so that the
 tables live in one file and the docs never hold a stale copy.
 
-A page line `<!-- benchmarks: SVBMC (issue 4) -->` is replaced by the section of
+A page line `<!-- benchmarks: SVBMC: evidence and posterior -->` is replaced by the section of
 `benchmarks/README.md` whose heading starts with that text: its body up to the next heading
 of the same or a higher level, subsections included, with headings shifted to nest under
 the page heading above the directive. Links relative to `benchmarks/` (scripts, result files) point

@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._run import run
-from .._validation import check_inputs, check_targets
+from .._progress import run_with_progress
+from .._validation import check_inputs, check_key, check_targets
 from ..kernels import AbstractKernel
 from ..likelihoods import AbstractSuperGaussianLikelihood
 from ..means import AbstractMean, Zero
@@ -42,6 +42,11 @@ class AACIResult(eqx.Module):
         return log_predictive_density(self.state, X_new, y_new)
 
 
+def _progress_quantities(info: AACIInfo) -> dict[str, Float[Array, ""]]:
+    """The augmented ELBO after the step."""
+    return {"ELBO": info.elbo}
+
+
 def fit(
     X: Float[ArrayLike, "N D"],
     y: Float[ArrayLike, " N"],
@@ -55,6 +60,7 @@ def fit(
     mean: AbstractMean | None = None,
     optimizer: optax.GradientTransformation | None = None,
     step_size=None,
+    progress: bool | None = None,
 ) -> AACIResult:
     """Fit a GP with a super-Gaussian likelihood by augmented conjugate inference.
 
@@ -63,19 +69,18 @@ def fit(
     greedy variance selection, `sparse.select_inducing_points`; default: all of `X`) and minibatches
     of `batch_size`. `step_size` defaults to 1 on full batches and to `decaying_step_size` on
     minibatches. `optimizer` (optax) trains the hyperparameters on the augmented ELBO.
-    The `num_steps` steps run under one `lax.scan` (`gpcompose.run`).
+    The `num_steps` steps run under one `lax.scan` (`gpcompose.run`). `progress`: a bar of
+    the steps done and the ELBO, moved from inside the scan by a host callback (None: only
+    where stderr is a terminal).
     """
+    check_key(key)
     X = check_inputs(X, "X")
     y = check_targets(y, "y", X.shape[0])
     if not isinstance(likelihood, AbstractSuperGaussianLikelihood):
         raise ValueError(f"`likelihood` must be an AbstractSuperGaussianLikelihood, got {type(likelihood).__name__}.")
     if not bool(jnp.all(jnp.isfinite(X))) or not bool(jnp.all(jnp.isfinite(y))):
         raise ValueError("`X` and `y` must be finite.")
-    try:
-        y = likelihood.targets(y)
-    except eqx.EquinoxRuntimeError as error:
-        lines = [line for line in str(error).splitlines() if "`y`" in line]
-        raise ValueError(lines[0] if lines else str(error)) from error
+    y = likelihood.targets(y)  # labels checked (a `ValueError`) and {0, 1} converted to {−1, 1}
     mean = Zero() if mean is None else mean
     if inducing_points is None and batch_size is None:
         algorithm = CAVI(kernel, likelihood, mean, optimizer)
@@ -94,5 +99,7 @@ def fit(
             step_size = 1.0 if batch_size is None else decaying_step_size
         algorithm = SVI(kernel, likelihood, mean, optimizer, batch_size, step_size)
         state = algorithm.init(Z)
-    state, infos = run(algorithm, state, key, num_steps, X, y)
+    state, infos = run_with_progress(
+        algorithm, state, key, num_steps, X, y, quantities=_progress_quantities, progress=progress
+    )
     return AACIResult(state, infos.elbo, infos)

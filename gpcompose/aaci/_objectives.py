@@ -25,7 +25,7 @@ def augmented_elbo_terms(
     projection = project(kernel, mean, Z, inducing_factor(kernel, Z), X)
     marginal_mean, marginal_variance, result = variational.marginals(projection)
     data_term = (
-        likelihood.log_normaliser()
+        likelihood.log_normalizer()
         + likelihood.linear_coefficient(y) * marginal_mean
         + likelihood.log_phi(expected_squared_h(likelihood, y, marginal_mean, marginal_variance))
     )

@@ -21,6 +21,6 @@ from ._log_bmc import (
 )
 from ._log_bmc import log_soft_prospective as log_soft_prospective
 from ._log_bmc import log_uncertainty_sampling as log_uncertainty_sampling
-from ._log_bmc import log_variance_regulariser as log_variance_regulariser
+from ._log_bmc import log_variance_regularizer as log_variance_regularizer
 from ._max_value_entropy import max_value_entropy_search as max_value_entropy_search
 from ._uncertainty_sampling import log_prospective_uncertainty as log_prospective_uncertainty

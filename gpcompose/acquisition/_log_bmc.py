@@ -23,7 +23,7 @@ def _log_variance(variance):
     return jnp.log(jnp.maximum(variance, jnp.finfo(variance.dtype).tiny))
 
 
-def log_variance_regulariser(variance: Float[Array, ""], threshold: Float[Array, ""]) -> Float[Array, ""]:
+def log_variance_regularizer(variance: Float[Array, ""], threshold: Float[Array, ""]) -> Float[Array, ""]:
     """log of the VBMC-style factor exp(−(v_reg/k − 1) 1[k < v_reg]) that the reference code
     multiplies into every acquisition: 0 for k ≥ v_reg, 1 − v_reg/k below (−∞ as k → 0)."""
     safe = jnp.maximum(variance, jnp.finfo(variance.dtype).tiny)

@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
+from .._progress import ProgressBar, report, report_interval, show_progress
+from .._validation import check_key
 from ._black_box import call_black_box
 from ._checkpoint import save_checkpoint
 from ._learner import AbstractActiveLearner, State, TellInfo
@@ -55,6 +57,7 @@ def run_black_box(
     *,
     callback: Callable[[Progress], None] | None = None,
     checkpoint: Checkpoint | None = None,
+    progress: bool | None = None,
 ) -> State:
     """Spend the rest of the budget of `state` on a black-box `target`, called from Python.
 
@@ -68,25 +71,38 @@ def run_black_box(
     - `checkpoint`: a `Checkpoint(path, every)`; the file holds the learner, the state and
       `key`, so that `load_checkpoint` and another `run_black_box` continue the run exactly
       as if it had not stopped.
+    - `progress`: a tqdm bar on stderr of the evaluations done / budget, the elapsed time and
+      `learner.progress_summary` (e.g. the ELBO ± sd, the best value); None shows it only
+      where stderr is a terminal, True or False force it on or off.
     - `KeyboardInterrupt` (Ctrl-C, or raised by the target) ends the loop: the state so far
       is saved to the checkpoint file, if any, and returned, with a `RuntimeWarning`.
 
     **Returns:** the final state; `learner.result(state)` reads it.
     """
+    check_key(key)
     ask = eqx.filter_jit(learner.ask)
     tell = eqx.filter_jit(learner.tell)
+    summary = eqx.filter_jit(learner.progress_summary)
+    done, budget = int(state.evaluations.num_evaluations), state.evaluations.budget
+    enabled = show_progress(progress)
     try:
-        while not bool(state.evaluations.finished):
-            index = int(state.evaluations.num_evaluations)
-            x, ask_info = ask(state, _point_key(key, index))
-            value, noise_sd = call_black_box(target, np.asarray(x))
-            dtype = state.evaluations.values.dtype
-            noise = None if noise_sd is None else jnp.asarray(noise_sd, dtype)
-            state, tell_info = tell(state, x, jnp.asarray(value, dtype), noise)
-            if callback is not None:
-                callback(Progress(x, value, noise_sd, ask_info, tell_info, state))
-            if checkpoint is not None and (index + 1) % checkpoint.every == 0:
-                save_checkpoint(checkpoint.path, learner, state, key)
+        # inside the `try`, so that an interrupted run's bar is closed before its warning
+        with ProgressBar(type(learner).__name__, budget, done=done, unit="eval", enabled=enabled) as bar:
+            if bar.enabled:
+                bar.show(done, summary(state))
+            while not bool(state.evaluations.finished):
+                index = int(state.evaluations.num_evaluations)
+                x, ask_info = ask(state, _point_key(key, index))
+                value, noise_sd = call_black_box(target, np.asarray(x))
+                dtype = state.evaluations.values.dtype
+                noise = None if noise_sd is None else jnp.asarray(noise_sd, dtype)
+                state, tell_info = tell(state, x, jnp.asarray(value, dtype), noise)
+                if callback is not None:
+                    callback(Progress(x, value, noise_sd, ask_info, tell_info, state))
+                if checkpoint is not None and (index + 1) % checkpoint.every == 0:
+                    save_checkpoint(checkpoint.path, learner, state, key)
+                if bar.enabled:
+                    bar.show(index + 1, summary(state))
     except KeyboardInterrupt:
         where = "" if checkpoint is None else f"; saved to {os.fspath(checkpoint.path)!r}"
         warnings.warn(
@@ -113,6 +129,8 @@ def run_traceable(
     target: Callable[[Float[Array, " D"]], Float[Array, ""] | tuple[Float[Array, ""], Float[Array, ""]]],
     state: State,
     key: PRNGKeyArray,
+    *,
+    progress: bool | int = False,
 ) -> State:
     """Spend the rest of the budget on a JAX-traceable `target` in one compiled program.
 
@@ -122,12 +140,21 @@ def run_traceable(
     and `key`, so `jax.vmap` runs many seeds at once:
     `jax.vmap(lambda k: run_traceable(learner, f, learner.init(X, y, key=k), k))(keys)`;
     `gpcompose.unstack` then gives each seed's state.
+
+    `progress`: True, or an int k, prints a line "Learner n/budget: progress_summary" from
+    inside the loop (a host callback) at the first round end past every k-th evaluation
+    (True: every round); under `vmap`, one line per seed. It is compiled in only when on
+    (off by default), so the run with it is the same to rounding.
     """
+    check_key(key)
+    every = report_interval(progress)
     round_size = learner.round_size
     dtype = state.evaluations.values.dtype
+    budget = state.evaluations.budget
 
     def one_round(state):
-        in_round = round_size - state.evaluations.num_evaluations % round_size
+        before = state.evaluations.num_evaluations
+        in_round = round_size - before % round_size
 
         def one_evaluation(index, state):
             x, _ = learner.ask(state, _point_key(key, state.evaluations.num_evaluations))
@@ -136,6 +163,10 @@ def run_traceable(
             return jax.lax.cond(active, lambda s: learner.record(s, x, value, noise_sd)[0], lambda s: s, state)
 
         state = jax.lax.fori_loop(0, round_size, one_evaluation, state)
-        return learner.update_now(state)[0]
+        state = learner.update_now(state)[0]
+        if every:
+            after = state.evaluations.num_evaluations
+            report(type(learner).__name__, before, after, budget, every, lambda: learner.progress_summary(state))
+        return state
 
     return jax.lax.while_loop(lambda s: ~s.evaluations.finished, one_round, state)

@@ -84,6 +84,13 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
         count = evaluations.num_evaluations
         return (count % self.round_size == 0) | (count >= evaluations.budget)
 
+    def progress_summary(self, state: State) -> dict[str, Array | tuple[Array, Array]]:
+        """The method's key quantities in the progress display of `run_black_box` and
+        `run_traceable`: scalars, or (value, sd) pairs shown as "value ± sd". Traceable, so
+        that the traced driver reports them from inside its loop. By default the number of
+        failed evaluations; a learner puts its own quantities (an ELBO, the best value) first."""
+        return {"failed": state.evaluations.num_failed}
+
     def update_now(self, state: State) -> tuple[State, UpdateInfo]:
         """`update` with its key (`update_key`): the model update that ends a round."""
         return self.update(state, update_key(state.evaluations))

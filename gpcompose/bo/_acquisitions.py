@@ -17,7 +17,7 @@ from ..acquisition import (
     max_value_entropy_search,
     upper_confidence_bound,
 )
-from ..bounded import Bounds, RootPriorMean, accepted, check_root_centre, log_weights, square_root_offset
+from ..bounded import Bounds, RootPriorMean, accepted, check_root_center, log_weights, square_root_offset
 from ._context import Proposal, ProposalContext
 
 
@@ -38,7 +38,7 @@ class AbstractAcquisition(eqx.Module):
 
     def surrogate_offset(self, bounds: Bounds | None) -> tuple[Float[Array, ""] | None, RootPriorMean]:
         """The offset c of the square-root GP f = c − ½h² to fit (None: a GP on f) and the
-        prior centre of h (`bounded.root_prior_mean`)."""
+        prior center of h (`bounded.root_prior_mean`)."""
         return None, "data"
 
     @abc.abstractmethod
@@ -58,12 +58,12 @@ class _AbstractSquareRootAcquisition(AbstractAcquisition):
     f⁺ is given and its field `square_root` is True."""
 
     square_root: eqx.AbstractVar[bool]
-    square_root_centre: eqx.AbstractVar[RootPriorMean]
+    square_root_center: eqx.AbstractVar[RootPriorMean]
 
     def surrogate_offset(self, bounds: Bounds | None) -> tuple[Float[Array, ""] | None, RootPriorMean]:
         if self.square_root and bounds is not None and bounds.f_plus is not None:
-            return square_root_offset(bounds), self.square_root_centre
-        return None, self.square_root_centre
+            return square_root_offset(bounds), self.square_root_center
+        return None, self.square_root_center
 
 
 class BoundedEntropySearch(_AbstractSquareRootAcquisition):
@@ -83,12 +83,12 @@ class BoundedEntropySearch(_AbstractSquareRootAcquisition):
     # ("coordinate") or both jointly ("mahalanobis"); the paper does not say which.
     acceptance_rule: Literal["coordinate", "mahalanobis"] = eqx.field(static=True, default="coordinate")
     square_root: bool = eqx.field(static=True, default=True)  # the square-root GP when f⁺ is given (Sec. 3.3)
-    # Prior centre of the square-root GP's h: "data" (f prior mean 0) or "bound" (f prior mean c); not in the paper.
-    square_root_centre: RootPriorMean = eqx.field(static=True, default="data")
+    # Prior center of the square-root GP's h: "data" (f prior mean 0) or "bound" (f prior mean c); not in the paper.
+    square_root_center: RootPriorMean = eqx.field(static=True, default="data")
 
     def __check_init__(self):
         _check_sampling(self.num_samples, self.num_features)
-        check_root_centre(self.square_root_centre, "square_root_centre")
+        check_root_center(self.square_root_center, "square_root_center")
         if self.acceptance_rule not in ("coordinate", "mahalanobis"):
             raise ValueError(f"`acceptance_rule` must be 'coordinate' or 'mahalanobis', got {self.acceptance_rule!r}.")
 
@@ -186,11 +186,11 @@ class ExpectedRegretMinimization(_AbstractSquareRootAcquisition):
     −log E[(f⁺ − f(x))₊] (`acquisition.log_expected_regret`). Needs f⁺."""
 
     square_root: bool = eqx.field(static=True, default=True)  # the square-root GP f = c − ½h² (Sec. 3.3)
-    # Prior centre of the square-root GP's h: "data" (f prior mean 0) or "bound" (f prior mean c); not in the paper.
-    square_root_centre: RootPriorMean = eqx.field(static=True, default="data")
+    # Prior center of the square-root GP's h: "data" (f prior mean 0) or "bound" (f prior mean c); not in the paper.
+    square_root_center: RootPriorMean = eqx.field(static=True, default="data")
 
     def __check_init__(self):
-        check_root_centre(self.square_root_centre, "square_root_centre")
+        check_root_center(self.square_root_center, "square_root_center")
 
     def check_bounds(self, has_f_plus: bool, has_f_minus: bool) -> None:
         if not has_f_plus:

@@ -9,7 +9,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
 
 from .._jit import public_jit
-from .._validation import check_box
+from .._validation import as_floating, check_box
 from ..active_learning import AbstractActiveLearner, Evaluations, require_single_run
 from ._acquisitions import AbstractAcquisition, ExpectedImprovement
 from ._propose import propose
@@ -125,7 +125,7 @@ class BO(AbstractActiveLearner[BOState]):
         lower, upper = check_box(lower, upper)
         dtype = lower.dtype
         dimension = lower.shape[0]
-        X, y = jnp.asarray(X, dtype), jnp.asarray(y, dtype)
+        X, y = as_floating(X, "X").astype(dtype), as_floating(y, "y").astype(dtype)
         if X.ndim != 2 or X.shape[1] != dimension:
             raise ValueError(f"`X` must have shape (num_points, {dimension}), got shape {X.shape}.")
         if y.shape != (X.shape[0],):
@@ -193,6 +193,13 @@ class BO(AbstractActiveLearner[BOState]):
     def update(self, state: BOState, key: PRNGKeyArray) -> tuple[BOState, BOUpdateInfo]:
         """Nothing: the surrogate is refitted in every `ask`."""
         return state, BOUpdateInfo()
+
+    def progress_summary(self, state: BOState) -> dict[str, Array | tuple[Array, Array]]:
+        """The best value so far (−∞ before the first success; of −f in `bo.minimize`) and the
+        failed evaluations, for the progress display."""
+        evaluations = state.evaluations
+        best = jnp.max(jnp.where(evaluations.succeeded, evaluations.values, -jnp.inf))
+        return {"best": best, **super().progress_summary(state)}
 
     def result(self, state: BOState) -> BOResult:
         """The `BOResult` of a (finished or unfinished) maximisation; for one run, not a batch."""

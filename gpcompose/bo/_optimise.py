@@ -27,6 +27,7 @@ def maximize(
     y: Float[ArrayLike, " N"] | None = None,
     callback: Callable[[Progress], None] | None = None,
     checkpoint: Checkpoint | None = None,
+    progress: bool | None = None,
 ) -> BOResult:
     """Maximise a black-box `function(x)` (x a NumPy array of shape (D,)) on the box
     [`lower`, `upper`] with `budget` evaluations, optionally using approximate bounds
@@ -40,18 +41,19 @@ def maximize(
     `f_minus` or both. `X`, `y` are evaluations made before (default none). An exception or a
     non-finite value of `function` is recorded as a failed evaluation and the run goes on;
     resume an interrupted run from its checkpoint with `gpcompose.load_checkpoint` and
-    `run_black_box`.
+    `run_black_box`. `progress`: a bar of the evaluations done / budget and the best value
+    (`run_black_box`; None: only where stderr is a terminal).
     """
     learner = BO() if learner is None else learner
     if (X is None) != (y is None):
         raise ValueError("`X` and `y` must be given together (evaluations made before the run), or neither.")
     if X is None:
-        X = jnp.zeros((0, jnp.shape(lower)[0]))
+        X = jnp.zeros((0, np.shape(lower)[0]))
         y = jnp.zeros((0,))
     state = learner.init(
         X, y, lower, upper, budget=budget, f_plus=f_plus, f_minus=f_minus, eta_plus=eta_plus, eta_minus=eta_minus
     )
-    state = run_black_box(learner, function, state, key, callback=callback, checkpoint=checkpoint)
+    state = run_black_box(learner, function, state, key, callback=callback, checkpoint=checkpoint, progress=progress)
     return learner.result(state)
 
 
@@ -71,11 +73,13 @@ def minimize(
     y: Float[ArrayLike, " N"] | None = None,
     callback: Callable[[Progress], None] | None = None,
     checkpoint: Checkpoint | None = None,
+    progress: bool | None = None,
 ) -> BOResult:
     """Minimise `function` by `maximize` on −f: the bounds are still f⁺ ≥ max f and
     f⁻ ≤ min f of the original function (f⁻ is the one that matters for minimisation), and
     `y` holds values of f; the result is in the original sign. The states that `callback`
-    and `checkpoint` see hold −f, as `maximize` does."""
+    and `checkpoint` see hold −f, as `maximize` does, and so does the best value that
+    `progress` shows."""
 
     def negate(value):
         return None if value is None else -np.asarray(value)
@@ -95,5 +99,6 @@ def minimize(
         y=negate(y),
         callback=callback,
         checkpoint=checkpoint,
+        progress=progress,
     )
     return BOResult(found.x_best, -found.y_best, found.X, -found.y, found.num_failed)

@@ -81,11 +81,11 @@ def fit_surrogate(
     mask: Bool[Array, " C"],
     offset: Float[Array, ""] | None,
     fit_steps: int,
-    root_centre: RootPriorMean = "data",
+    root_center: RootPriorMean = "data",
 ) -> Surrogate:
     """ML-II fit (optimistix BFGS through `maximize`) of a GP to standardised outputs `y`
     (zero prior mean), or with an `offset` c to h = √(2(c − y)) for the square-root GP
-    (Alg. 1; prior mean of h `bounded.root_prior_mean(c, root_centre)`). A fit that ends
+    (Alg. 1; prior mean of h `bounded.root_prior_mean(c, root_center)`). A fit that ends
     non-finite keeps the initial values."""
     mean: AbstractMean
     count = jnp.maximum(jnp.sum(mask), 1).astype(X.dtype)
@@ -94,7 +94,7 @@ def fit_surrogate(
         variance = jnp.ones((), X.dtype)
     else:
         targets, _ = square_root_targets(y, offset, mask)
-        mean = root_prior_mean(offset, root_centre)
+        mean = root_prior_mean(offset, root_center)
         spread = jnp.sum(jnp.where(mask, (targets - mean.constant.value) ** 2, 0.0)) / count
         variance = jnp.maximum(spread, 0.05)
     initial = _initial_parameters(X.shape[1], variance)

@@ -66,10 +66,10 @@ class Boosting(eqx.Module):
     **Fields** (defaults from the thesis and its reference code; [ours] where they give
     none):
 
-    - `regularisation` λ = 1: the code resamples λ ~ U(0, 1) at every Adam step of its
+    - `regularization` λ = 1: the code resamples λ ~ U(0, 1) at every Adam step of its
       λ H[f] = (λ/2) log|Σ| + c; its mean, 1/4 log|Σ|, is λ = 1 here, and Adam sees the
       same expected gradient.
-    - `log_stabiliser` log δ_D = −20 (thesis default δ_D = e^{−20}).
+    - `log_stabilizer` log δ_D = −20 (thesis default δ_D = e^{−20}).
     - `prune_threshold` β = 1e-3.
     - `relbo_steps` 300, `relbo_samples` 500 (code); `relbo_learning_rate` 0.05 [ours:
       μ moves in units of the starting scale, so the rate is scale-free].
@@ -104,8 +104,8 @@ class Boosting(eqx.Module):
         ```
     """
 
-    regularisation: Float[Array, ""] = eqx.field(converter=_as_array, default=1.0)
-    log_stabiliser: Float[Array, ""] = eqx.field(converter=_as_array, default=-20.0)
+    regularization: Float[Array, ""] = eqx.field(converter=_as_array, default=1.0)
+    log_stabilizer: Float[Array, ""] = eqx.field(converter=_as_array, default=-20.0)
     prune_threshold: Float[Array, ""] = eqx.field(converter=_as_array, default=1e-3)
     relbo_learning_rate: Float[Array, ""] = eqx.field(converter=_as_array, default=0.05)
     joint_learning_rate: Float[Array, ""] = eqx.field(converter=_as_array, default=0.05)
@@ -169,8 +169,8 @@ class Boosting(eqx.Module):
             surrogate,
             mixture,
             component_key,
-            regularisation=self.regularisation,
-            log_stabiliser=self.log_stabiliser,
+            regularization=self.regularization,
+            log_stabilizer=self.log_stabilizer,
             num_steps=self.relbo_steps,
             learning_rate=self.relbo_learning_rate,
             num_samples=self.relbo_samples,

@@ -25,8 +25,8 @@ def relbo(
     log_scale: Float[Array, " D"],
     noise: Float[Array, "S D"],
     *,
-    regularisation: Float[Array, ""],
-    log_stabiliser: Float[Array, ""],
+    regularization: Float[Array, ""],
+    log_stabilizer: Float[Array, ""],
 ) -> Float[Array, ""]:
     """RELBO^{δ_D}_D(μ, Σ) of a candidate component f = N(μ, Σ), Σ = diag(σ²)
     (BVBMC thesis eqs. 5.45, 6.1 and 6.6, with the λ/4 that (6.5)–(6.6) drop):
@@ -36,9 +36,9 @@ def relbo(
     - The first term is the Bayesian-quadrature mean of the GP `posterior` against f,
       in closed form (`quadrature.integrate_components`).
     - The cross-entropy against the current mixture q is a reparameterised Monte Carlo
-      average over θ_s = μ + σ ⊙ ε_s with ε = `noise`; δ_D = e^{log_stabiliser} keeps
+      average over θ_s = μ + σ ⊙ ε_s with ε = `noise`; δ_D = e^{log_stabilizer} keeps
       the objective bounded in the tails, where m_D is flat and −log q grows without bound.
-    - λ = `regularisation` is the entropy (log-determinant) regulariser (Guo et al. 2016;
+    - λ = `regularization` is the entropy (log-determinant) regulariser (Guo et al. 2016;
       Locatello et al. 2018): λ/4 log|Σ| = (λ/2)(H[f] − const).
 
     Differentiable in `mean` and `log_scale` (σ = e^{log_scale}).
@@ -46,8 +46,8 @@ def relbo(
     bmc_term = integrate_components(posterior, gaussian_as_mixture(mean, log_scale))[0][0]
     samples = mean[None, :] + jnp.exp(log_scale)[None, :] * noise
     log_q = mixture.log_prob(samples)
-    cross_entropy = jnp.mean(jnp.logaddexp(log_q, log_stabiliser))
-    return bmc_term - cross_entropy + 0.5 * regularisation * jnp.sum(log_scale)
+    cross_entropy = jnp.mean(jnp.logaddexp(log_q, log_stabilizer))
+    return bmc_term - cross_entropy + 0.5 * regularization * jnp.sum(log_scale)
 
 
 def fit_component(
@@ -55,8 +55,8 @@ def fit_component(
     mixture: AbstractGaussianMixture,
     key: PRNGKeyArray,
     *,
-    regularisation: Float[Array, ""],
-    log_stabiliser: Float[Array, ""],
+    regularization: Float[Array, ""],
+    log_stabilizer: Float[Array, ""],
     num_steps: int,
     learning_rate: Float[Array, ""],
     num_samples: int,
@@ -104,8 +104,8 @@ def fit_component(
             start_mean + start_scale * offset,
             log_scale,
             noise,
-            regularisation=regularisation,
-            log_stabiliser=log_stabiliser,
+            regularization=regularization,
+            log_stabilizer=log_stabilizer,
         )
 
     optimiser = optax.adam(learning_rate)

@@ -8,9 +8,9 @@ from ._bounds import log_weights as log_weights
 from ._square_root import RootPriorMean as RootPriorMean
 from ._square_root import SquareRootPosterior as SquareRootPosterior
 from ._square_root import SquareRootSamples as SquareRootSamples
-from ._square_root import check_root_centre as check_root_centre
+from ._square_root import check_root_center as check_root_center
 from ._square_root import condition_square_root as condition_square_root
-from ._square_root import predict_linearised as predict_linearised
+from ._square_root import predict_linearized as predict_linearized
 from ._square_root import predict_moment_matched as predict_moment_matched
 from ._square_root import root_prior_mean as root_prior_mean
 from ._square_root import square_root_lookahead_variance as square_root_lookahead_variance

@@ -62,7 +62,7 @@ class Bounds(eqx.Module):
             if not bool(self.f_minus < self.f_plus):
                 raise ValueError(f"`f_minus` ({self.f_minus}) must be smaller than `f_plus` ({self.f_plus}).")
 
-    def standardise(self, location: Float[ArrayLike, ""], scale: Float[ArrayLike, ""]) -> "Bounds":
+    def standardize(self, location: Float[ArrayLike, ""], scale: Float[ArrayLike, ""]) -> "Bounds":
         """The bounds in standardised output units (f − location)/scale, η/scale (§5)."""
 
         def shift(value):

@@ -27,8 +27,8 @@ class SquareRootPosterior(AbstractPosterior):
     num_clamped: Int[Array, ""]
 
     def predict(self, X):
-        """The linearised predictive of f (`predict_linearised`)."""
-        return predict_linearised(self, X)
+        """The linearised predictive of f (`predict_linearized`)."""
+        return predict_linearized(self, X)
 
     def lookahead_variance(self, X_query, x, noise_variance):
         """The linearised f-variance after observing h at `x` (`square_root_lookahead_variance`)."""
@@ -62,7 +62,7 @@ def square_root_targets(
 RootPriorMean = Literal["data", "bound"]
 
 
-def root_prior_mean(offset: Float[Array, ""], centre: RootPriorMean = "data") -> Constant:
+def root_prior_mean(offset: Float[Array, ""], center: RootPriorMean = "data") -> Constant:
     """The fixed prior mean m_h of h; Nguyen et al. (2021) do not give one.
 
     - `"data"` (default): m_h = √(2c), for which f = c − ½h² has prior mean c − ½m_h² = 0, the
@@ -72,16 +72,16 @@ def root_prior_mean(offset: Float[Array, ""], centre: RootPriorMean = "data") ->
       Samples' maxima then land near c, which is what the paper's SRGP acceptance ratios (Table 1)
       need; see benchmarks/README.md.
     """
-    check_root_centre(centre, "centre")
-    if centre == "data":
+    check_root_center(center, "center")
+    if center == "data":
         return Constant(Fixed(jnp.sqrt(2.0 * jnp.maximum(offset, 0.0))))
     return Constant(Fixed(jnp.zeros_like(offset)))
 
 
-def check_root_centre(centre: str, name: str) -> None:
-    """Raise a ValueError naming the argument `name` unless `centre` is a `RootPriorMean`."""
-    if centre not in get_args(RootPriorMean):
-        raise ValueError(f"`{name}` must be one of {get_args(RootPriorMean)}, got {centre!r}.")
+def check_root_center(center: str, name: str) -> None:
+    """Raise a ValueError naming the argument `name` unless `center` is a `RootPriorMean`."""
+    if center not in get_args(RootPriorMean):
+        raise ValueError(f"`{name}` must be one of {get_args(RootPriorMean)}, got {center!r}.")
 
 
 def condition_square_root(
@@ -112,7 +112,7 @@ def condition_square_root(
     return SquareRootPosterior(root, offset, num_clamped)
 
 
-def predict_linearised(
+def predict_linearized(
     posterior: SquareRootPosterior, X: Float[ArrayLike, "Q D"]
 ) -> tuple[Float[Array, " Q"], Float[Array, " Q"]]:
     """First-order (Taylor) predictive of f = c − ½h² around μ_h (Nguyen et al. 2021, eqs. 6–7, B.5):

@@ -6,6 +6,7 @@ import jax
 import numpy as np
 from jaxtyping import ArrayLike, Float, PRNGKeyArray
 
+from .._validation import check_key
 from ..active_learning import Checkpoint, Progress, call_black_box, run_black_box
 from ._learner import BVBMC
 from ._state import BVBMCResult
@@ -20,6 +21,7 @@ def fit(
     learner: BVBMC | None = None,
     callback: Callable[[Progress], None] | None = None,
     checkpoint: Checkpoint | None = None,
+    progress: bool | None = None,
 ) -> BVBMCResult:
     """Boosted Variational Bayesian Monte Carlo (Naiff 2019, Alg. 3) of a black-box log
     density: evaluate `log_density` at the initial points `X` (N, D), then
@@ -31,9 +33,12 @@ def fit(
     as a failed evaluation and the run goes on (failed initial points are dropped).
     `learner` is a `BVBMC` (default `BVBMC()`); `callback` and `checkpoint` are those of
     `run_black_box`. To resume a checkpointed run, use `gpcompose.load_checkpoint` and
-    `run_black_box`; for a JAX-traceable target, `gpcompose.run_traceable`.
+    `run_black_box`; for a JAX-traceable target, `gpcompose.run_traceable`. `progress`: a bar
+    of the evaluations after the initial points done / budget, the ELBO ± sd and the
+    components (`run_black_box`; None: only where stderr is a terminal).
     """
     learner = BVBMC() if learner is None else learner
+    check_key(key)
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"`X` must have shape (num_points, dimension), got shape {X.shape}.")
@@ -45,5 +50,7 @@ def fit(
         values.append(value)
     init_key, loop_key = jax.random.split(key)
     state = learner.init(X, np.asarray(values), budget=budget, key=init_key)
-    state = run_black_box(learner, log_density, state, loop_key, callback=callback, checkpoint=checkpoint)
+    state = run_black_box(
+        learner, log_density, state, loop_key, callback=callback, checkpoint=checkpoint, progress=progress
+    )
     return learner.result(state)

@@ -14,7 +14,8 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
 from .. import gp
 from .._jit import public_jit
 from .._observations import observed_box
-from ..acquisition import log_variance_regulariser, maximize_from_candidates
+from .._validation import as_floating, check_key
+from ..acquisition import log_variance_regularizer, maximize_from_candidates
 from ..active_learning import AbstractActiveLearner, Evaluations, require_single_run, update_key
 from ..boosting import Boosting, BoostingInfo
 from ..kernels import AbstractKernel
@@ -29,11 +30,11 @@ from ._surrogate import fit_prior, initial_prior, raw_units_posterior, scaled_pr
 
 
 def _check_initial(X, y, traced: bool):
-    X = jnp.asarray(X) if traced else np.asarray(X)
+    X = as_floating(X, "X") if traced else np.asarray(as_floating(X, "X"))
     if X.ndim != 2:
         raise ValueError(f"`X` must have shape (num_points, dimension), got shape {X.shape}.")
-    dtype = X.dtype if np.issubdtype(X.dtype, np.floating) else jax.dtypes.canonicalize_dtype(float)
-    y = jnp.asarray(y, dtype) if traced else np.asarray(y, dtype)
+    dtype = X.dtype
+    y = as_floating(y, "y").astype(dtype) if traced else np.asarray(as_floating(y, "y"), dtype)
     if y.shape != (X.shape[0],):
         raise ValueError(f"`y` must have shape ({X.shape[0]},) to match X {X.shape}, got shape {y.shape}.")
     if traced:
@@ -47,7 +48,10 @@ def _check_initial(X, y, traced: bool):
             stacklevel=3,
         )
     if np.sum(usable) < 2:
-        raise ValueError(f"BVBMC needs at least 2 finite initial evaluations, got {np.sum(usable)}.")
+        raise ValueError(
+            f"BVBMC needs at least 2 finite initial evaluations (rows of `X` and `y` without NaN or ±inf), "
+            f"got {np.sum(usable)}."
+        )
     return X[usable].astype(dtype), y[usable]
 
 
@@ -174,6 +178,7 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         X, y = _check_initial(X, y, traced)
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
+        check_key(key)
         return _initialise(self, jnp.asarray(X), jnp.asarray(y), key, budget)
 
     def acquisition(self, state: BVBMCState, index) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
@@ -188,7 +193,7 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
             mean, variance = scaled_prediction(surrogate, x, state.shift, state.scale)
             log_q = mixture.log_prob(x)
             chosen = jax.lax.switch(index, functions, mean, variance, log_q)
-            return chosen + log_variance_regulariser(variance, threshold)
+            return chosen + log_variance_regularizer(variance, threshold)
 
         return value
 
@@ -271,6 +276,12 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
             state = eqx.tree_at(lambda s: s.boosting.surrogate, state, surrogate)
         boosting_state, info = self.boosting_step(state.evaluations.values.dtype).step(state.boosting, key)
         return eqx.tree_at(lambda s: s.boosting, state, boosting_state), info
+
+    def progress_summary(self, state: BVBMCState) -> dict[str, Array | tuple[Array, Array]]:
+        """The ELBO ± sd that `result` would report now, the mixture's active components and
+        the failed evaluations, for the progress display."""
+        components = jnp.sum(state.boosting.mixture.mask, dtype=jnp.int32)
+        return {"ELBO": _elbo(self, state), "components": components, **super().progress_summary(state)}
 
     def result(self, state: BVBMCState) -> BVBMCResult:
         """The `BVBMCResult` of a (finished or unfinished) run; for one run, not a batch.

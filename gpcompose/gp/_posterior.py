@@ -4,7 +4,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky, cholesky_solve, solve_triangular
-from .._observations import Observations, centred_targets, check_prior, make_observations, padded_gram
+from .._observations import Observations, centred_targets, make_observations, padded_gram
 from .._posterior_interface import AbstractGaussianPosterior
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
@@ -94,8 +94,7 @@ def condition(
 
     **Returns:** an `ExactPosterior`; check `posterior.result` for a failed factorisation.
     """
-    check_prior(kernel, mean)
-    observations = make_observations(X, y, value_of(noise_variance), mask, capacity)
+    observations = make_observations(kernel, mean, X, y, value_of(noise_variance), mask, capacity)
     factor = cholesky(noisy_gram(kernel, observations))
     weights = cholesky_solve(factor.lower, centred_targets(mean, observations))
     return ExactPosterior(kernel, mean, observations, factor, weights)

@@ -54,7 +54,7 @@ class AbstractMatern(AbstractSpectralKernel):
     def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:
         dtype = self.lengthscale.value.dtype
         standard = student_t_frequencies(key, self.smoothness, (num_features, dimension), dtype)
-        return scale_frequencies(standard, self.lengthscale.value)
+        return scale_frequencies(standard, self.checked_lengthscale(dimension))
 
 
 class Matern12(AbstractMatern):

@@ -2,8 +2,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..parameters import AbstractParameter, as_positive
-from ._base import AbstractKernel, select_dims
+from ..parameters import AbstractParameter, positive_converter
+from ._base import AbstractKernel, as_active_dims, check_per_dimension, select_dims
 from ._matern import matern_correlation, student_t_frequencies
 from ._stationary import scale_frequencies
 
@@ -18,9 +18,9 @@ class ProductMatern(AbstractKernel):
     """
 
     smoothness: float = eqx.field(static=True)
-    lengthscale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
-    variance: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
-    active_dims: tuple[int, ...] | None = eqx.field(default=None, static=True)
+    lengthscale: AbstractParameter = eqx.field(converter=positive_converter("lengthscale"), default=1.0)
+    variance: AbstractParameter = eqx.field(converter=positive_converter("variance"), default=1.0)
+    active_dims: tuple[int, ...] | None = eqx.field(converter=as_active_dims, default=None, static=True)
 
     def __check_init__(self):
         if self.smoothness not in (0.5, 1.5, 2.5):
@@ -28,7 +28,8 @@ class ProductMatern(AbstractKernel):
 
     def evaluate(self, x1: Float[Array, " D"], x2: Float[Array, " D"]) -> Float[Array, ""]:
         difference = select_dims(self.active_dims, x1) - select_dims(self.active_dims, x2)
-        distances = jnp.abs(difference) / self.lengthscale.value
+        lengthscale = check_per_dimension(self, "lengthscale", self.lengthscale.value, difference.shape[-1])
+        distances = jnp.abs(difference) / lengthscale
         return self.variance.value * jnp.prod(matern_correlation(self.smoothness, distances))
 
     def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:
@@ -36,4 +37,5 @@ class ProductMatern(AbstractKernel):
         the 1-D Student-t spectral density with 2ν degrees of freedom of each factor."""
         dtype = self.lengthscale.value.dtype
         standard = student_t_frequencies(key, self.smoothness, (num_features, dimension, 1), dtype)
-        return scale_frequencies(standard[..., 0], self.lengthscale.value)
+        lengthscale = check_per_dimension(self, "lengthscale", self.lengthscale.value, dimension)
+        return scale_frequencies(standard[..., 0], lengthscale)

@@ -17,4 +17,4 @@ class SquaredExponential(AbstractSpectralKernel):
     def spectral_frequencies(self, key: PRNGKeyArray, num_features: int, dimension: int) -> Float[Array, "F d"]:
         dtype = self.lengthscale.value.dtype
         standard = jax.random.normal(key, (num_features, dimension), dtype)
-        return scale_frequencies(standard, self.lengthscale.value)
+        return scale_frequencies(standard, self.checked_lengthscale(dimension))

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from .._validation import check_inputs
-from ..parameters import AbstractParameter, as_positive
-from ._base import AbstractKernel, select_dims
+from ..parameters import AbstractParameter, positive_converter
+from ._base import AbstractKernel, as_active_dims, check_per_dimension, select_dims
 
 
 def scale_frequencies(standard: Float[Array, "F d"], lengthscale: Float[Array, "*d"]) -> Float[Array, "F d"]:
@@ -79,9 +79,9 @@ class AbstractStationaryKernel(AbstractKernel):
     Numbers are wrapped in `Positive`; pass a parameter to choose its transform or prior.
     """
 
-    lengthscale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
-    variance: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
-    active_dims: tuple[int, ...] | None = eqx.field(default=None, static=True)
+    lengthscale: AbstractParameter = eqx.field(converter=positive_converter("lengthscale"), default=1.0)
+    variance: AbstractParameter = eqx.field(converter=positive_converter("variance"), default=1.0)
+    active_dims: tuple[int, ...] | None = eqx.field(converter=as_active_dims, default=None, static=True)
 
     @abc.abstractmethod
     def correlation(self, squared_distance: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
@@ -89,7 +89,8 @@ class AbstractStationaryKernel(AbstractKernel):
 
     def scaled_difference(self, x1: Float[Array, " D"], x2: Float[Array, " D"]) -> Float[Array, " d"]:
         """(x − x′)/ℓ on the active dimensions."""
-        return (select_dims(self.active_dims, x1) - select_dims(self.active_dims, x2)) / self.lengthscale.value
+        difference = select_dims(self.active_dims, x1) - select_dims(self.active_dims, x2)
+        return difference / self.checked_lengthscale(difference.shape[-1])
 
     def evaluate(self, x1: Float[Array, " D"], x2: Float[Array, " D"]) -> Float[Array, ""]:
         squared_distance = jnp.sum(self.scaled_difference(x1, x2) ** 2)
@@ -109,7 +110,12 @@ class AbstractStationaryKernel(AbstractKernel):
 
     def _scaled_inputs(self, X: Float[Array, "N D"]) -> Float[Array, "N d"]:
         """X/ℓ on the active dimensions."""
-        return select_dims(self.active_dims, X) / jnp.atleast_1d(self.lengthscale.value)[None, :]
+        active = select_dims(self.active_dims, X)
+        return active / jnp.atleast_1d(self.checked_lengthscale(active.shape[-1]))[None, :]
+
+    def checked_lengthscale(self, num_active: int) -> Float[Array, "*d"]:
+        """ℓ, shared or one per active column (`check_per_dimension`)."""
+        return check_per_dimension(self, "lengthscale", self.lengthscale.value, num_active)
 
 
 class AbstractSpectralKernel(AbstractStationaryKernel):

@@ -6,6 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from .._validation import as_floating
+
 # Nodes of the 1-D Gauss–Hermite rule used by the default Gaussian expectations; exact for
 # integrands that are polynomials of degree < 2 × 20 in f.
 GAUSS_HERMITE_DEGREE = 20
@@ -42,6 +44,12 @@ class AbstractLikelihood(eqx.Module):
     @abc.abstractmethod
     def log_prob(self, y: Float[ArrayLike, "*batch"], f: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """log p(y | f), elementwise."""
+
+    def targets(self, y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
+        """The observations in the form the likelihood uses, checked: a real floating array
+        (integers promoted, complex refused: `ValueError`); classification likelihoods also
+        check their labels (a `ValueError` for concrete `y`, `eqx.error_if` for traced `y`)."""
+        return as_floating(y, "y")
 
     def expectation_nodes(
         self, y: Float[Array, "*batch"], mean: Float[Array, "*batch"], variance: Float[Array, "*batch"]

@@ -19,7 +19,7 @@ class BayesianSVM(AbstractSuperGaussianLikelihood):
     def targets(self, y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         return classification_targets(y)
 
-    def log_normaliser(self) -> Float[Array, ""]:
+    def log_normalizer(self) -> Float[Array, ""]:
         return jnp.asarray(-1.0)
 
     def linear_coefficient(self, y: Float[Array, "*batch"]) -> Float[Array, "*batch"]:

@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from ..parameters import AbstractParameter, as_positive
+from ..parameters import AbstractParameter, positive_converter
 from ._residual import AbstractResidualLikelihood
 
 
@@ -21,9 +21,9 @@ class Gaussian(AbstractResidualLikelihood):
     choose its transform or prior).
     """
 
-    variance: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
+    variance: AbstractParameter = eqx.field(converter=positive_converter("variance"), default=1.0)
 
-    def log_normaliser(self) -> Float[Array, ""]:
+    def log_normalizer(self) -> Float[Array, ""]:
         return -0.5 * (math.log(2 * math.pi) + jnp.log(self.variance.value))
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:

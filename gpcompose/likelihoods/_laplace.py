@@ -2,7 +2,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from ..parameters import AbstractParameter, as_positive
+from ..parameters import AbstractParameter, positive_converter
 from ._omega_samplers import sample_inverse_gaussian
 from ._residual import AbstractResidualLikelihood
 from ._super_gaussian import root_of_square, safe_root
@@ -18,9 +18,9 @@ class Laplace(AbstractResidualLikelihood):
     **Arguments:** `scale` b (default 1, as in the authors' code).
     """
 
-    scale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
+    scale: AbstractParameter = eqx.field(converter=positive_converter("scale"), default=1.0)
 
-    def log_normaliser(self) -> Float[Array, ""]:
+    def log_normalizer(self) -> Float[Array, ""]:
         return -jnp.log(2 * self.scale.value)
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:

@@ -42,10 +42,10 @@ def euler_inversion(transform: Callable[[Array], Array], t: Float[Array, ""]) ->
 def tilted_cdf_and_density(log_phi, c_squared: Float[Array, ""], x: Float[Array, ""]):
     """F(x) and π(x | c) of the tilted law, whose Laplace transforms are φ(s + c²)/(s φ(c²)) and
     φ(s + c²)/φ(c²) (Ridout 2009)."""
-    log_normaliser = log_phi(c_squared)
+    log_normalizer = log_phi(c_squared)
 
     def density_transform(s):
-        return jnp.exp(log_phi(s + c_squared.astype(s.dtype)) - log_normaliser.astype(s.dtype))
+        return jnp.exp(log_phi(s + c_squared.astype(s.dtype)) - log_normalizer.astype(s.dtype))
 
     cdf = euler_inversion(lambda s: density_transform(s) / s, x)
     density = euler_inversion(density_transform, x)

@@ -4,7 +4,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from ..parameters import AbstractParameter, as_positive
+from ..parameters import AbstractParameter, positive_converter
 from ._omega_samplers import sample_gig_three_halves
 from ._residual import AbstractResidualLikelihood
 from ._super_gaussian import root_of_square
@@ -22,9 +22,9 @@ class Matern32Likelihood(AbstractResidualLikelihood):
     **Arguments:** `scale` ρ (default 1, as in the authors' code).
     """
 
-    scale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
+    scale: AbstractParameter = eqx.field(converter=positive_converter("scale"), default=1.0)
 
-    def log_normaliser(self) -> Float[Array, ""]:
+    def log_normalizer(self) -> Float[Array, ""]:
         return math.log(math.sqrt(3) / 4) - jnp.log(self.scale.value)
 
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:

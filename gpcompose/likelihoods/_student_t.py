@@ -3,7 +3,7 @@ import jax.numpy as jnp
 from jax.scipy.special import gammaln
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from ..parameters import AbstractParameter, as_positive
+from ..parameters import AbstractParameter, positive_converter
 from ._omega_samplers import sample_gamma
 from ._residual import AbstractResidualLikelihood
 
@@ -20,10 +20,10 @@ class StudentT(AbstractResidualLikelihood):
     **Arguments:** `degrees_of_freedom` ν (default 3, as in the authors' code) and `scale` σ.
     """
 
-    degrees_of_freedom: AbstractParameter = eqx.field(converter=as_positive, default=3.0)
-    scale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
+    degrees_of_freedom: AbstractParameter = eqx.field(converter=positive_converter("degrees_of_freedom"), default=3.0)
+    scale: AbstractParameter = eqx.field(converter=positive_converter("scale"), default=1.0)
 
-    def log_normaliser(self) -> Float[Array, ""]:
+    def log_normalizer(self) -> Float[Array, ""]:
         nu = self.degrees_of_freedom.value
         return gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * jnp.log(nu * jnp.pi) - jnp.log(self.scale.value)
 

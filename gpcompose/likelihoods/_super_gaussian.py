@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Complex, Float, PRNGKeyArray
 
-from .._errors import error_if
+from .._validation import as_floating, raise_if
 from ._base import AbstractLikelihood
 from ._laplace_inversion import sample_by_laplace_inversion
 from ._split_gauss_legendre import split_gauss_legendre_nodes
@@ -27,7 +27,7 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
     Given f the auxiliary variable follows the tilted law π(ω | c) = e^{−c²ω} p(ω)/φ(c²) with
     c = |h|; its mean is ω̄(c²) = −d log φ(r)/dr at r = c² (Galy-Fajou et al. 2020, §3.3.1 and App. A.2).
 
-    A new likelihood implements `log_normaliser` (log C), `linear_coefficient` (g),
+    A new likelihood implements `log_normalizer` (log C), `linear_coefficient` (g),
     `affine_coefficients` ((a₀, a₁)) and `log_phi`; `log_prob`, `phi`, `mean_omega` and a generic
     `sample_omega` (Laplace-transform inversion) follow.
     `log_phi` must accept complex arguments with positive real part (principal branches) so that
@@ -37,7 +37,7 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
     """
 
     @abc.abstractmethod
-    def log_normaliser(self) -> Float[Array, ""]:
+    def log_normalizer(self) -> Float[Array, ""]:
         """log C."""
 
     @abc.abstractmethod
@@ -52,10 +52,6 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
     def log_phi(self, r: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
         """log φ(r), numerically stable for r ≥ 0 and valid for complex r with Re r > 0 (in the
         dtype of `r`: parameters are cast to it)."""
-
-    def targets(self, y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
-        """The observations in the form the likelihood uses (classification converts {0, 1} to {−1, 1})."""
-        return jnp.asarray(y)
 
     def phi(self, s: Complex[ArrayLike, "*batch"]) -> Complex[Array, "*batch"]:
         """φ(s) = exp(log φ(s)), also for complex s with Re s > 0 (for Laplace inversion)."""
@@ -99,7 +95,7 @@ class AbstractSuperGaussianLikelihood(AbstractLikelihood):
         """log p(y | f) = log C + g(y) f + log φ(h(f, y)²)."""
         y = self.targets(y)
         f = jnp.asarray(f)
-        return self.log_normaliser() + self.linear_coefficient(y) * f + self.log_phi(self.squared_h(y, f))
+        return self.log_normalizer() + self.linear_coefficient(y) * f + self.log_phi(self.squared_h(y, f))
 
 
 @jax.custom_jvp
@@ -126,11 +122,9 @@ def safe_root(c_squared: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
 
 def classification_targets(y: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """Labels in {−1, 1}: {0, 1} labels are converted (0 → −1); any other value is an error
-    (`eqx.error_if`, so the check also runs inside `jit`)."""
-    y = jnp.asarray(y)
-    if not jnp.issubdtype(y.dtype, jnp.floating):
-        y = y.astype(jnp.result_type(float))
+    (`raise_if`: a `ValueError` for concrete labels, `eqx.error_if` inside `jit`)."""
+    y = as_floating(y, "y")
     converted = jnp.where(y == 0, -jnp.ones_like(y), y)
     mixed = jnp.any(y == 0) & jnp.any(y == -1)
     bad = mixed | ~jnp.all((converted == 1) | (converted == -1))
-    return error_if(converted, bad, "`y` must hold class labels in {-1, 1} or in {0, 1}.")
+    return raise_if(converted, bad, "`y` must hold class labels in {-1, 1} or in {0, 1}.")

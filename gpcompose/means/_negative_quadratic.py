@@ -2,7 +2,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ..parameters import AbstractParameter, as_positive, as_real
+from ..parameters import AbstractParameter, as_real, positive_converter
 from ._base import AbstractMean
 
 
@@ -15,7 +15,7 @@ class NegativeQuadratic(AbstractMean):
 
     maximum: AbstractParameter = eqx.field(converter=as_real, default=0.0)
     location: AbstractParameter = eqx.field(converter=as_real, default=0.0)
-    scale: AbstractParameter = eqx.field(converter=as_positive, default=1.0)
+    scale: AbstractParameter = eqx.field(converter=positive_converter("scale"), default=1.0)
 
     def evaluate(self, x: Float[Array, " D"]) -> Float[Array, ""]:
         standardised = (x - self.location.value) / self.scale.value

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
+from .._validation import check_key
 from ._gaussian import factor_gaussian_log_prob, gaussian_entropy, gaussian_log_prob
 
 
@@ -111,7 +112,7 @@ class AbstractGaussianMixture(eqx.Module):
     def _stratified_noise(self, key: PRNGKeyArray, num_per_component: int) -> Float[Array, "K S D"]:
         """ε_{k,s} ~ N(0, I), `num_per_component` per component."""
         shape = (self.num_components, num_per_component, self.dimension)
-        return jax.random.normal(key, shape, self.component_means.dtype)
+        return jax.random.normal(check_key(key), shape, self.component_means.dtype)
 
     def _at_noise(self, noise: Float[Array, "K S D"]) -> Float[Array, "K S D"]:
         """x_{k,s} = μ_k + Σ_k^{1/2} ε_{k,s}."""
@@ -133,7 +134,7 @@ class AbstractGaussianMixture(eqx.Module):
         Differentiable in the means and scales but not in the weights; use
         `expectation` for gradients with respect to the weights.
         """
-        component_key, noise_key = jax.random.split(key)
+        component_key, noise_key = jax.random.split(check_key(key))
         components = jax.random.categorical(component_key, self.log_weights, shape=(num_samples,))
         noise = jax.random.normal(noise_key, (num_samples, self.dimension), self.component_means.dtype)
         return self.component_means[components] + jax.vmap(self.scale_noise)(components, noise)
@@ -180,7 +181,6 @@ class AbstractGaussianMixture(eqx.Module):
         log_densities = jax.vmap(jax.vmap(self.log_prob))(self._at_noise(noise))
         per_component = jnp.mean(log_densities + 0.5 * jnp.sum(noise**2, axis=-1), axis=1) - 0.5 * self.dimension
         return -jnp.sum(self.weights * per_component)
-
 
     def entropy_bounds(self) -> tuple[Float[Array, ""], Float[Array, ""]]:
         """Deterministic bounds on H[q] (Huber et al. 2008):

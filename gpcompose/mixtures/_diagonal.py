@@ -2,7 +2,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._errors import error_if
-from .._validation import require_positive
+from .._validation import as_floating, raise_if, require_positive
 from ._base import AbstractGaussianMixture, first_free_slot, logits_after_adding
 
 
@@ -29,20 +29,24 @@ class GaussianMixture(AbstractGaussianMixture):
     ) -> "GaussianMixture":
         """Mixture with the given weights (K,), means (K, D) and diagonal variances (K, D).
 
-        `mask` marks active components (default all); weights of inactive components are
-        ignored and the active ones are renormalised.
+        `mask` marks active components (default all; at least one, else a `ValueError`, or
+        `eqx.error_if` under `jit`); weights of inactive components are ignored and the
+        active ones are renormalised.
         """
-        means = jnp.asarray(means)
+        means = as_floating(means, "means")
         if means.ndim != 2:
             raise ValueError(f"`means` must have shape (K, D), got shape {means.shape}.")
         num_components = means.shape[0]
-        weights = jnp.asarray(weights, means.dtype)
-        variances = jnp.asarray(variances, means.dtype)
+        weights = as_floating(weights, "weights").astype(means.dtype)
+        variances = as_floating(variances, "variances").astype(means.dtype)
         if weights.shape != (num_components,):
             raise ValueError(f"`weights` must have shape ({num_components},), got shape {weights.shape}.")
         if variances.shape != means.shape:
             raise ValueError(f"`variances` must have the shape of `means` {means.shape}, got shape {variances.shape}.")
         mask = jnp.ones((num_components,), bool) if mask is None else jnp.asarray(mask, bool)
+        if mask.shape != (num_components,):
+            raise ValueError(f"`mask` must have shape ({num_components},), got shape {mask.shape}.")
+        mask = raise_if(mask, ~jnp.any(mask), "`mask` must mark at least one component as active, got all False.")
         weights = require_positive(jnp.where(mask, weights, 1.0), "weights")
         variances = require_positive(variances, "variances")
         return cls(jnp.log(weights), means, 0.5 * jnp.log(variances), mask)

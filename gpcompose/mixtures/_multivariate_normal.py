@@ -4,6 +4,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from .._linalg import cholesky
+from .._validation import as_floating, check_key
 from ._gaussian import factor_gaussian_log_prob
 
 
@@ -14,8 +15,8 @@ class MultivariateNormal(eqx.Module):
     covariance_matrix: Float[Array, "D D"]
 
     def __init__(self, mean: Float[ArrayLike, " D"], covariance: Float[ArrayLike, "D D"]):
-        mean = jnp.asarray(mean)
-        covariance = jnp.asarray(covariance, mean.dtype)
+        mean = as_floating(mean, "mean")
+        covariance = as_floating(covariance, "covariance").astype(mean.dtype)
         if mean.ndim != 1 or covariance.shape != (mean.shape[0], mean.shape[0]):
             raise ValueError(
                 f"`mean` must have shape (D,) and `covariance` (D, D), got {mean.shape} and {covariance.shape}."
@@ -39,6 +40,8 @@ class MultivariateNormal(eqx.Module):
     def log_prob(self, x: Float[Array, "*batch D"]) -> Float[Array, "*batch"]:
         """log N(x; μ, Σ) for one point or a batch."""
         x = jnp.asarray(x)
+        if x.shape[-1:] != (self.dimension,):
+            raise ValueError(f"`x` must have a last axis of size {self.dimension}, got shape {x.shape}.")
         lower = cholesky(self.covariance_matrix).lower
         flat = x.reshape(-1, self.dimension)
         values = jax.vmap(factor_gaussian_log_prob, in_axes=(0, None, None))(flat, self.location, lower)
@@ -47,5 +50,5 @@ class MultivariateNormal(eqx.Module):
     def sample(self, key: PRNGKeyArray, num_samples: int) -> Float[Array, "S D"]:
         """Reparameterised draws μ + L ε."""
         lower = cholesky(self.covariance_matrix).lower
-        noise = jax.random.normal(key, (num_samples, self.dimension), self.location.dtype)
+        noise = jax.random.normal(check_key(key), (num_samples, self.dimension), self.location.dtype)
         return self.location[None, :] + noise @ lower.T

@@ -32,6 +32,9 @@ from ._tree import (
     partition as partition,
 )
 from ._tree import (
+    positive_converter as positive_converter,
+)
+from ._tree import (
     trainable_spec as trainable_spec,
 )
 from ._tree import (

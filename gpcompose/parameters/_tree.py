@@ -32,6 +32,21 @@ def as_positive(x) -> AbstractParameter:
     return x if isinstance(x, AbstractParameter) else Positive(x)
 
 
+def positive_converter(name: str) -> Callable[[object], AbstractParameter]:
+    """Field converter `as_positive` for the field `name`: a value that is not > 0 (a
+    negative number, zero, NaN) raises a `ValueError` that names `name`."""
+
+    def convert(x) -> AbstractParameter:
+        if isinstance(x, AbstractParameter):
+            return x
+        try:
+            return Positive(x)
+        except ValueError as error:
+            raise ValueError(f"`{name}` must be > 0 (a Positive parameter), got {jnp.asarray(x)}.") from error
+
+    return convert
+
+
 def as_real(x) -> AbstractParameter:
     """Field converter: wrap a plain number or array into `Real`, keep parameters."""
     return x if isinstance(x, AbstractParameter) else Real(x)

@@ -15,7 +15,8 @@ def elbo(
     key: PRNGKeyArray,
     num_entropy_samples: int,
 ) -> tuple[Float[Array, ""], Float[Array, ""]]:
-    """Surrogate ELBO of a mixture q against a GP model f of the log joint (VBMC; SVBMC eq. S14):
+    """Surrogate ELBO of a mixture q against a GP model f of the log joint (Acerbi 2018;
+    Li, Clarté & Acerbi 2023, eq. S14):
 
         ELBO = E_f[∫ q f] + H[q],
 

@@ -38,7 +38,7 @@ def maximize_elbo(
 ) -> AbstractGaussianMixture:
     """Stochastic gradient ascent (Adam, cosine-decayed step) on the surrogate ELBO
     E_f[∫ q f] + H[q] (Bayesian quadrature + reparameterised entropy, fresh samples at
-    each step; SVBMC §3.3, BVBMC §6.1.1.6 "joint update").
+    each step; Li, Clarté & Acerbi 2023, §3.3; Naiff 2019, thesis §6.1.1.6 "joint update").
 
     Every inexact array of `mixture` is optimised (weights as logits, scales on the log
     scale); its `means` field is optimised in units of `width`, so that one learning rate

@@ -5,7 +5,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky, solve_triangular
-from .._observations import Observations, centred_targets, check_prior, make_observations, padded_gram
+from .._observations import Observations, centred_targets, make_observations, padded_gram
 from .._posterior_interface import AbstractGaussianPosterior
 from .._validation import check_inputs, require_finite
 from ..kernels import AbstractKernel
@@ -14,7 +14,7 @@ from ..parameters import AbstractParameter, value_of
 
 
 class SparsePosterior(AbstractGaussianPosterior):
-    """Heteroskedastic SGPR (Titsias 2009) in the stable form of SVBMC App. C.3–C.4.
+    """Heteroskedastic SGPR (Titsias 2009) in the stable form of Li, Clarté & Acerbi 2023, App. C.3–C.4.
 
     With inducing inputs Z, D = diag(σ²_n) and ȳ = y − m(X):
         L   = chol(K_ZZ + εI),       R = L⁻¹ K_ZX D^{−1/2}         (M × N, not stored)
@@ -137,9 +137,10 @@ def condition(
     Nyström factor, with which Z = X reproduces the exact GP to rounding).
     Cost O(N M²).
     """
-    check_prior(kernel, mean)
-    observations = make_observations(X, y, value_of(noise_variance), mask, capacity)
+    observations = make_observations(kernel, mean, X, y, value_of(noise_variance), mask, capacity)
     Z = check_inputs(Z, "Z", dimension=observations.inputs.shape[1]).astype(observations.inputs.dtype)
+    if Z.shape[0] == 0:
+        raise ValueError(f"`Z` has no rows (shape {Z.shape}): a sparse GP needs at least one inducing input.")
     if inducing_mask is None:
         inducing_mask = jnp.ones((Z.shape[0],), bool)
     else:

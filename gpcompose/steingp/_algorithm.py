@@ -28,7 +28,7 @@ class SteinGP(eqx.Module):
     - `optimizer`: an optax transformation fed with −φ; default `optax.adam(0.05)` (the
       learning rate of SteinGP §5.1).
     - `batch_size`: minibatch size for the sparse model, or None for full-data scores.
-    - `initialisation`: how `init` draws the particles' hyperparameters (latents always
+    - `initialization`: how `init` draws the particles' hyperparameters (latents always
       start from their N(0, I) prior). `"prior"` (default; Pinder, Nemeth & Leslie 2020, App. 12):
       each constrained hyperparameter θ from its prior, or from U[0, 1) above its
       lower bound when it has none, stored as u = T⁻¹(θ) (`gpcompose.parameters.sample_unconstrained`).
@@ -52,12 +52,12 @@ class SteinGP(eqx.Module):
     kernel: AbstractParticleKernel = eqx.field(default_factory=RBF)
     optimizer: optax.GradientTransformation = eqx.field(default_factory=lambda: optax.adam(0.05))
     batch_size: int | None = eqx.field(static=True, default=None)
-    initialisation: Literal["prior", "around_initial"] = eqx.field(static=True, default="prior")
+    initialization: Literal["prior", "around_initial"] = eqx.field(static=True, default="prior")
     initial_scale: Float[Array, ""] = eqx.field(converter=jnp.asarray, default=1.0)
 
     def __check_init__(self):
-        if self.initialisation not in ("prior", "around_initial"):
-            raise ValueError(f"`initialisation` must be 'prior' or 'around_initial', got {self.initialisation!r}.")
+        if self.initialization not in ("prior", "around_initial"):
+            raise ValueError(f"`initialization` must be 'prior' or 'around_initial', got {self.initialization!r}.")
         if self.batch_size is None:
             return
         if not isinstance(self.model, SparseWhitenedModel):
@@ -81,7 +81,7 @@ class SteinGP(eqx.Module):
         """The SVGD state of `num_particles` initial particles drawn with `key`."""
         if not isinstance(num_particles, int) or num_particles < 1:
             raise ValueError(f"`num_particles` must be a positive int, got {num_particles!r}.")
-        scale = self.initial_scale.astype(self.model.X.dtype) if self.initialisation == "around_initial" else None
+        scale = self.initial_scale.astype(self.model.X.dtype) if self.initialization == "around_initial" else None
         keys = jax.random.split(key, num_particles)
         particles = jax.vmap(lambda particle_key: self.model.initial_particle(particle_key, scale))(keys)
         return self.svgd.init(particles)

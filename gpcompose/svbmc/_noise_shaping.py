@@ -1,4 +1,4 @@
-"""Noise shaping: artificial, density-dependent observation noise (SVBMC §3.5, App. B.3, eq. S17).
+"""Noise shaping: artificial, density-dependent observation noise (Li, Clarté & Acerbi 2023, §3.5, App. B.3, eq. S17).
 
 Low-density training points get a larger total noise variance, so the sparse GP (and the
 greedy inducing-point selection, whose weights are 1/σ²_tot) spends its capacity on the
@@ -30,7 +30,7 @@ def shaping_variance(
     median_variance: Float[ArrayLike, ""] = 1.0,
     slope: Float[ArrayLike, ""] = 0.05,
 ) -> Float[Array, "*N"]:
-    """Shaping variance σ²_shape(Δy) of SVBMC eq. S17 (App. B.3):
+    """Shaping variance σ²_shape(Δy) (Li, Clarté & Acerbi 2023, eq. S17, App. B.3):
 
         σ²_shape(Δy) = exp{(1 − ρ) log σ²_min + ρ log σ²_med} + 1[Δy ≥ θ] λ² (Δy − θ)²,
         ρ = min(1, Δy/θ),
@@ -64,7 +64,7 @@ def total_noise_variance(
     median_variance: Float[ArrayLike, ""] = 1.0,
     slope: Float[ArrayLike, ""] = 0.05,
 ) -> Float[Array, " N"]:
-    """Total noise variance σ²_tot,n = σ²_obs,n + σ²_shape(y_max − y_n) (SVBMC §3.5, App. B.3).
+    """Total noise variance σ²_tot,n = σ²_obs,n + σ²_shape(y_max − y_n) (Li, Clarté & Acerbi 2023, §3.5, App. B.3).
 
     `y` (N,) are the observed log densities, `observation_variance` σ²_obs (scalar or (N,)),
     `mask` (N,) marks used rows and y_max is the maximum of `y` over them. The keywords are

@@ -60,7 +60,7 @@ def condition_on_selected(
     num_initial: int,
 ) -> sparse.SparsePosterior:
     """The sparse GP of `surrogate` on inducing inputs selected under its kernel (weighted
-    greedy selection, SVBMC §3.3, B.2, M_min ≤ M ≤ M_max), padded with `batch_size` free
+    greedy selection, Li, Clarté & Acerbi 2023, §3.3, App. B.2, M_min ≤ M ≤ M_max), padded with `batch_size` free
     slots for the rank-1 updates of the next round (`pad_inducing`)."""
     min_inducing, max_inducing = options.inducing_range(num_initial, inputs.shape[0] - num_initial)
     indices, inducing_mask = select_inducing_points(
@@ -105,7 +105,7 @@ def refit_from_starts(
 ) -> Refit:
     """Inducing points and SGPR MAP from the starts ξ_1, ξ_2, … in order:
 
-    1. Z_s = weighted greedy selection under ξ_s (SVBMC §3.3, B.2), padded with
+    1. Z_s = weighted greedy selection under ξ_s (Li, Clarté & Acerbi 2023, §3.3, App. B.2), padded with
        `batch_size` free slots for the rank-1 updates of the next round;
     2. ξ̂_s = argmax GP-ELBO(ξ; Z_s) + log p(ξ) with Z_s fixed (§3.3), from ξ_s; steps 1–2
        run for a start only if every earlier ξ̂ peaked;

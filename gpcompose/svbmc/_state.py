@@ -26,7 +26,7 @@ class SVBMCState(AbstractLearnerState):
     earlier_posterior: VBMCMixture
     elbo: Float[Array, ""]
     elbo_sd: Float[Array, ""]
-    centre: Float[Array, " D"]
+    center: Float[Array, " D"]
     width: Float[Array, " D"]
     transform: WhitenedTransform
     # the whitening pass `init` kept (`_whitening.fit_and_whiten`): 0 the start space, 1 … P a

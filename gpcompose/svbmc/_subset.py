@@ -1,4 +1,4 @@
-"""Stratified k-means subset of the training data (SVBMC §3.3, App. B.2).
+"""Stratified k-means subset of the training data (Li, Clarté & Acerbi 2023, §3.3, App. B.2).
 
 The exact GP that initialises the sparse-GP hyperparameters is trained on a subset of
 about 300 points that covers the input space at every density level: the data are split
@@ -55,7 +55,7 @@ def stratified_kmeans_subset(
     num_strata: int = 5,
     num_iterations: int = 20,
 ) -> tuple[Int[Array, " size"], Bool[Array, " size"]]:
-    """Indices of a stratified k-means subset of the used rows (SVBMC §3.3, App. B.2).
+    """Indices of a stratified k-means subset of the used rows (Li, Clarté & Acerbi 2023, §3.3, App. B.2).
 
     The used rows are split by their log density `y` into `num_strata` groups of equal
     count (row n of rank r_n among the N_used values of y goes to stratum ⌊r_n S/N_used⌋).

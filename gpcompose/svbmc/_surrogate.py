@@ -1,5 +1,5 @@
 """The SVBMC surrogate: a GP with squared-exponential ARD kernel and negative-quadratic
-mean on the log density (SVBMC §3.2–3.3), its hyperprior, and its two fits: exact-GP
+mean on the log density (Li, Clarté & Acerbi 2023, §3.2–3.3), its hyperprior, and its two fits: exact-GP
 MAP on a small subset (initialisation) and SGPR MAP with the inducing inputs fixed."""
 
 import math
@@ -142,7 +142,7 @@ def first_near_best(values: Float[Array, " S"]) -> Int[Array, ""]:
 def fit_exact(
     surrogate: Surrogate, X, y, noise_variance, mask, *, max_steps: int, lengthscale_factors: tuple[float, ...]
 ) -> Surrogate:
-    """MAP of log marginal likelihood + log hyperprior of an exact GP (SVBMC eqs. S5–S6,
+    """MAP of log marginal likelihood + log hyperprior of an exact GP (Li, Clarté & Acerbi 2023, eqs. S5–S6,
     with the printed sign of ½ log det corrected); used on the ≤ 300-point subset.
 
     BFGS starts from `surrogate` with its lengthscales scaled by each of

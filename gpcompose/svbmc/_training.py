@@ -147,7 +147,7 @@ class Retraining(NamedTuple):
     mixture: VBMCMixture
     elbo: Float[Array, ""]
     elbo_sd: Float[Array, ""]
-    centre: Float[Array, " D"]
+    center: Float[Array, " D"]
     width: Float[Array, " D"]
     probes: Float[Array, "2 D"]
     stuck: Bool[Array, ""]

@@ -1,4 +1,4 @@
-"""Trimming of extremely low-density training points (SVBMC App. B.1)."""
+"""Trimming of extremely low-density training points (Li, Clarté & Acerbi 2023, App. B.1)."""
 
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
@@ -16,7 +16,7 @@ def trim_mask(
     *,
     beta: Float[ArrayLike, ""] = 1.96,
 ) -> Bool[Array, " N"]:
-    """Rows to keep after trimming (SVBMC App. B.1).
+    """Rows to keep after trimming (Li, Clarté & Acerbi 2023, App. B.1).
 
     With lcb_n = y_n − β σ_n and ucb_n = y_n + β σ_n, row n is removed when
 

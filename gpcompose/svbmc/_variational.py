@@ -1,6 +1,6 @@
 """The SVBMC variational posterior: initialisation, the growth stage (add components,
 optimise, keep if the ELBO rises) and the build-up that repeats it until the ELBO stops
-changing (SVBMC §3.3, §A.5)."""
+changing (Li, Clarté & Acerbi 2023, §3.3, App. A.5)."""
 
 from collections.abc import Callable
 from typing import NamedTuple
@@ -127,7 +127,7 @@ def grow(
 
 def build_up(mixture: VBMCMixture, key: PRNGKeyArray, growth: Growth, *, tolerance: float) -> VBMCMixture:
     """Grow and optimise the mixture until a stage changes the ELBO by less than
-    `tolerance` or K = K_max (SVBMC §3.3: "until the change in KL falls below a
+    `tolerance` or K = K_max (Li, Clarté & Acerbi 2023, §3.3: "until the change in KL falls below a
     threshold"; ΔKL = −ΔELBO for a fixed target). Stage j adds 2^j components (K doubles
     while the stages are accepted; `grow`). A stage that lowers the ELBO is discarded; if
     it lowered it by more than `tolerance` the next stage starts again from the kept

@@ -14,6 +14,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
 from .._jit import public_jit
+from .._validation import as_floating, check_key
 from ..acquisition import maximize_from_candidates
 from ..active_learning import (
     AbstractActiveLearner,
@@ -127,17 +128,17 @@ def _initial_rows(X, y, noise_sd, noiseless_variance: float, lower_bounds, upper
     """(X, y, σ²_obs, BoundedTransform, noisy) of `init`'s arguments, checked; concrete rows
     that cannot be used are dropped here, traced ones are masked in `_initialise`."""
     X_traced = isinstance(X, jax.core.Tracer) or isinstance(y, jax.core.Tracer)
-    X = jnp.asarray(X) if X_traced else np.asarray(X)
+    X = as_floating(X, "X") if X_traced else np.asarray(as_floating(X, "X"))
     if X.ndim != 2:
         raise ValueError(f"`X` must have shape (num_points, dimension), got shape {X.shape}.")
-    dtype = X.dtype if np.issubdtype(X.dtype, np.floating) else jax.dtypes.canonicalize_dtype(float)
+    dtype = X.dtype
     num_points, dimension = X.shape
-    y = jnp.asarray(y, dtype) if X_traced else np.asarray(y, dtype)
+    y = as_floating(y, "y").astype(dtype) if X_traced else np.asarray(as_floating(y, "y"), dtype)
     if y.shape != (num_points,):
         raise ValueError(f"`y` must have shape ({num_points},) to match X {X.shape}, got shape {y.shape}.")
     noisy = noise_sd is not None
     if noisy:
-        sd = np.asarray(noise_sd, dtype)
+        sd = np.asarray(as_floating(noise_sd, "noise_sd"), dtype)
         if sd.ndim not in (0, 1) or (sd.ndim == 1 and sd.shape != (num_points,)):
             raise ValueError(f"`noise_sd` must be a scalar or have shape ({num_points},), got shape {sd.shape}.")
         observation_variance = np.broadcast_to(sd**2, (num_points,)).astype(dtype)
@@ -147,7 +148,10 @@ def _initial_rows(X, y, noise_sd, noiseless_variance: float, lower_bounds, upper
     if not X_traced:
         X, y, observation_variance = _drop_unusable_rows(X.astype(dtype), y, observation_variance, lower, upper)
         if X.shape[0] < 2:
-            raise ValueError(f"SVBMC needs at least 2 usable initial evaluations, got {X.shape[0]}.")
+            raise ValueError(
+                "SVBMC needs at least 2 usable initial evaluations (rows of `X` and `y` that are finite "
+                f"and strictly inside `lower_bounds`, `upper_bounds`), got {X.shape[0]}."
+            )
     return X, y, observation_variance, BoundedTransform(lower, upper), noisy
 
 
@@ -190,7 +194,7 @@ def _initialise(learner: "SVBMC", X, y, observation_variance, key, transform, bu
         earlier_posterior=fit.mixture,
         elbo=fit.elbo,
         elbo_sd=fit.elbo_sd,
-        centre=fit.centre,
+        center=fit.center,
         width=fit.width,
         transform=space,
         whitening_pass=whitening_pass,
@@ -272,7 +276,7 @@ def _record(learner: "SVBMC", state: SVBMCState, x, y, noise_sd) -> tuple[SVBMCS
     variance = learner.noiseless_variance if noise_sd is None else jnp.asarray(noise_sd, dtype) ** 2
     variance = jnp.asarray(variance, dtype)
     good = jnp.isfinite(log_density) & jnp.all(jnp.isfinite(u)) & jnp.isfinite(variance) & (variance > 0)
-    safe_u = jnp.where(good, u, state.centre)
+    safe_u = jnp.where(good, u, state.center)
     safe_log_density = jnp.where(good, log_density, 0.0)
     safe_variance = jnp.where(good, variance, 1.0)
 
@@ -310,7 +314,7 @@ def _retrain(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray) -> tuple[SV
             s.earlier_posterior,
             s.elbo,
             s.elbo_sd,
-            s.centre,
+            s.center,
             s.width,
             s.probes,
             s.stuck,
@@ -324,7 +328,7 @@ def _retrain(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray) -> tuple[SV
             state.posterior,
             fit.elbo,
             fit.elbo_sd,
-            fit.centre,
+            fit.center,
             fit.width,
             fit.probes,
             fit.stuck,
@@ -519,6 +523,7 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         """
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
+        check_key(key)
         X, y, variance, transform, noisy = _initial_rows(
             X, y, noise_sd, self.noiseless_variance, lower_bounds, upper_bounds
         )
@@ -563,6 +568,12 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         """The retraining that ends a round (Li et al. 2023, §3 step 7): trimming, noise
         shaping, hyperparameters, inducing points and mixture."""
         return _retrain(self, state, key)
+
+    def progress_summary(self, state: SVBMCState) -> dict[str, Array | tuple[Array, Array]]:
+        """The last round's ELBO ± its BQ sd, the mixture's active components and the failed
+        evaluations, for the progress display."""
+        components = jnp.sum(state.posterior.mask, dtype=jnp.int32)
+        return {"ELBO": (state.elbo, state.elbo_sd), "components": components, **super().progress_summary(state)}
 
     def result(self, state: SVBMCState) -> SVBMCResult:
         """The `SVBMCResult` of a (finished or unfinished) run; for one run, not a batch.
@@ -609,6 +620,7 @@ def fit(
     noise_sd: Float[ArrayLike, "*N"] | None = None,
     callback: Callable[[Progress], None] | None = None,
     checkpoint: Checkpoint | None = None,
+    progress: bool | None = None,
 ) -> SVBMCResult:
     """SVBMC (Li, Clarté & Acerbi 2023) from existing evaluations (`X`, `y`) of a black-box
     log density, with `budget` new evaluations: `learner.init` (with the first half of
@@ -619,12 +631,17 @@ def fit(
     log p(x) or, for noisy targets (`noise_sd` given), `(value, sd)`. An exception, NaN or
     ±inf is recorded as a failed evaluation and the run goes on. `callback` and
     `checkpoint` are `run_black_box`'s; a run saved to a checkpoint resumes with
-    `gpcompose.load_checkpoint` and `run_black_box`.
+    `gpcompose.load_checkpoint` and `run_black_box`. `progress`: a bar of the evaluations
+    done / budget, the ELBO ± sd and the components (`run_black_box`; None: only where
+    stderr is a terminal).
     """
     learner = SVBMC() if learner is None else learner
+    check_key(key)
     init_key, loop_key = jax.random.split(key)
     state = learner.init(
         X, y, budget=budget, key=init_key, lower_bounds=lower_bounds, upper_bounds=upper_bounds, noise_sd=noise_sd
     )
-    state = run_black_box(learner, log_density, state, loop_key, callback=callback, checkpoint=checkpoint)
+    state = run_black_box(
+        learner, log_density, state, loop_key, callback=callback, checkpoint=checkpoint, progress=progress
+    )
     return learner.result(state)

@@ -8,7 +8,9 @@ import optax
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, PyTree
 
+from .._finite import all_finite
 from .._select import select_tree
+from .._validation import raise_if
 from ._direction import stein_variational_direction
 from ._kernels import RBF, AbstractParticleKernel
 
@@ -97,8 +99,10 @@ class SVGD(eqx.Module):
     optimizer: optax.GradientTransformation = eqx.field(default_factory=lambda: optax.sgd(1e-2))
 
     def init(self, particles: PyTree[Array]) -> SVGDState:
-        """The state at `particles` (a leading axis J on every leaf)."""
+        """The state at `particles` (a leading axis J on every leaf), which must be finite (a
+        `ValueError`, or `eqx.error_if` under `jit`)."""
         check_particles(particles, "particles")
+        particles = raise_if(particles, ~all_finite(particles), "`particles` contains NaN or infinite values.")
         return SVGDState(particles, self.optimizer.init(particles), jnp.zeros((), dtype=jnp.int32))
 
     def step(self, state: SVGDState, key: PRNGKeyArray, *args: Any) -> tuple[SVGDState, SVGDInfo]:

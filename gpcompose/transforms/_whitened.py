@@ -8,7 +8,7 @@ from ._bounded import BoundedTransform
 
 class WhitenedTransform(eqx.Module):
     """A `BoundedTransform` x ↦ u followed by an affine whitening u ↦ w = L⁻¹(u − m)
-    (VBMC's "variational whitening", Acerbi 2020; SVBMC App. A.5 describes it as
+    (VBMC's "variational whitening", Acerbi 2020; Li, Clarté & Acerbi 2023, App. A.5, describe it as
     background without saying whether SVBMC uses it).
 
     With m and L L^T the mean and covariance of a variational posterior in u, that
