@@ -1,7 +1,7 @@
 """A hand-written loop that mixes two algorithms: SVGD over kernel hyperparameters, with CAVI
 updates of each particle's own latent posterior.
 
-Claim (issue 9, composability example 3): the steps of gpcompose's algorithms and their
+Claim: the steps of gpcompose's algorithms and their
 parts compose inside a user's own loop. Here J particles θ_j (the unconstrained
 log-lengthscale and log-variance of an SE kernel) each carry a CAVI state of a GP logistic
 classifier (`gpcompose.aaci.CAVI`, augmented conjugate inference, Galy-Fajou, Wenzel & Opper 2020, Alg. 1). One
@@ -27,14 +27,12 @@ Run with `python examples/compose_svgd_cavi.py`. Writes `examples/compose_svgd_c
 (particles over the ELBO landscape, each particle's ELBO per iteration, class probabilities).
 """
 
-import os
 import pathlib
 
 import equinox as eqx
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))  # jaxlib 0.10 CPU thread-pool hang: docs/numerics.md
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib  # noqa: E402

@@ -1,6 +1,6 @@
 """Beyond one device: multi-seed SteinGP runs and minibatched natural-gradient SVI, sharded with `jax.sharding`.
 
-Claim (issue 9, "Beyond one device"): gpcompose needs no distribution layer of its own. Its
+Claim: gpcompose needs no distribution layer of its own. Its
 algorithms are pure JAX functions, so XLA's SPMD partitioner spreads them over devices from
 the placement of their inputs, and the sharded run gives the single-device result.
 
@@ -28,23 +28,17 @@ devices on one CPU, set XLA's flag before JAX starts:
 
 (`tests/test_sharding.py` does this in a subprocess and checks the equalities.)
 
-On the CPU, `PJRT_NPROC=16` (set below) keeps jaxlib 0.10's batched LAPACK kernels from
-blocking every thread of XLA's CPU pool, which the 4 forced devices share: with 2 or 4 threads
-this example hangs on a 2-core machine (docs/numerics.md, "CPU thread pool").
-
 Prints the largest difference between the sharded and the one-device results and writes
 `examples/sharding.png`: each seed's SteinGP predictive mean coloured by the device that ran
 it, and the SVI ELBO trace and class probability of both runs.
 """
 
-import os
 import pathlib
 import time
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # an application choice; gpcompose never sets it
-os.environ.setdefault("PJRT_NPROC", "16")  # forced host devices share one pool (docs/numerics.md)
 
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -1,6 +1,6 @@
 """Dense linear algebra shared by every GP state: Cholesky with a jitter policy,
-triangular and positive-definite solves through lineax, log-determinants, and rank-1
-modifications of a Cholesky factor on fixed-size arrays.
+triangular and positive-definite solves, log-determinants, and rank-1 modifications of a
+Cholesky factor on fixed-size arrays.
 
 **Jitter policy.** `cholesky(A)` first factorises `A` itself, then `A + j_k I` with the
 escalating sequence
@@ -19,15 +19,28 @@ common case and stays differentiable under `jit`, `vmap` and `grad`.
 **Fixed-capacity convention.** Factors of padded buffers hold identity rows and columns
 in unused slots. `cholesky_append` fills the first unused slot in O(n²); it requires that
 every slot after it is still an identity row.
-"""
 
-import functools
+**Batches on the CPU.** Under `vmap`, a Cholesky factorisation or triangular solve whose
+matrix is batched runs as a `lax.map` of one-matrix LAPACK calls on the CPU, and as one
+batched call on other platforms (`lax.platform_dependent`, chosen at lowering). jaxlib's
+CPU kernels split a batch over XLA's intra-op thread pool and block the calling pool
+thread until the pieces finish; XLA runs independent operations on the same pool, so a
+few batched kernels at once can block every thread and the program never returns, while
+a one-matrix call runs inline. The rule is a `jax.custom_batching.custom_vmap`, which
+cannot be transposed, so it wraps only calls that are never differentiated:
+`solve_triangular` is a `lax.custom_linear_solve` (ẋ = L⁻¹(ḃ − L̇x), transposed by the
+transposed solve) and the Cholesky JVP solves through `solve_triangular`. Every
+derivative, in either mode and in any order with `vmap`, thus reaches LAPACK one matrix at
+a time. (lineax's solves batch their solver with `vmap` and throw on non-finite tangents,
+which would stop a whole batch for one member whose matrix overflowed; these stay
+finite-or-NaN, and the member's result code reports it.)
+"""
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import lineax as lx
 import numpy as np
+from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Bool, Float, Int
 
 from ._errors import RESULTS
@@ -52,17 +65,50 @@ class CholeskyFactor(eqx.Module):
         return self.result == RESULTS.successful
 
 
-def _tangent_triangular_solve(lower, rhs, transpose: bool):
-    """L⁻¹ rhs (or L⁻ᵀ rhs) by XLA's triangular solve, for use on tangents: it is linear
-    and transposes without lineax's throw-on-non-finite check (see `_triangular_solve_jvp`)."""
-    matrix_rhs = rhs.reshape(rhs.shape[0], -1)
-    solution = jax.lax.linalg.triangular_solve(lower, matrix_rhs, left_side=True, lower=True, transpose_a=transpose)
-    return solution.reshape(rhs.shape)
+def _one_matrix_per_call_on_cpu(function):
+    """`function(matrix)` or `function(matrix, rhs)` (both `(n, ·)` matrices; `function` also
+    takes stacks of them), batched under `vmap` as a `lax.map` of one-matrix calls on the
+    CPU and as one stacked call elsewhere (module docstring). A batch of right-hand sides
+    with one matrix becomes more columns of one call."""
+    one_matrix_function = custom_vmap(function)
+
+    @one_matrix_function.def_vmap
+    def _rule(axis_size, in_batched, matrix, *right_hand_sides):
+        if not in_batched[0]:
+            (rhs,) = right_hand_sides
+            solution = one_matrix_function(matrix, jnp.moveaxis(rhs, 0, 1).reshape(rhs.shape[1], -1))
+            return jnp.moveaxis(solution.reshape(rhs.shape[1], axis_size, -1), 1, 0), True
+        right_hand_sides = [
+            rhs if batched else jnp.broadcast_to(rhs, (axis_size, *rhs.shape))
+            for rhs, batched in zip(right_hand_sides, in_batched[1:])
+        ]
+
+        def one_at_a_time(*stacks):
+            return jax.lax.map(lambda arguments: one_matrix_function(*arguments), stacks)
+
+        return jax.lax.platform_dependent(matrix, *right_hand_sides, cpu=one_at_a_time, default=function), True
+
+    return one_matrix_function
+
+
+@_one_matrix_per_call_on_cpu
+def _lapack_cholesky(matrix):
+    return jnp.linalg.cholesky(matrix)
+
+
+@_one_matrix_per_call_on_cpu
+def _lapack_lower_solve(lower, rhs):
+    return jax.lax.linalg.triangular_solve(lower, rhs, left_side=True, lower=True)
+
+
+@_one_matrix_per_call_on_cpu
+def _lapack_lower_transposed_solve(lower, rhs):
+    return jax.lax.linalg.triangular_solve(lower, rhs, left_side=True, lower=True, transpose_a=True)
 
 
 def _factor_with_jitter(matrix, jitter_scale, attempt):
     jitter = jnp.where(attempt == 0, 0.0, jitter_scale * 10.0 ** (attempt - 1))
-    lower = jnp.linalg.cholesky(matrix + jitter * jnp.eye(matrix.shape[0], dtype=matrix.dtype))
+    lower = _lapack_cholesky(matrix + jitter * jnp.eye(matrix.shape[0], dtype=matrix.dtype))
     return lower, jitter, jnp.all(jnp.isfinite(lower))
 
 
@@ -90,7 +136,7 @@ def _escalating_cholesky_jvp(primals, tangents):
     matrix_dot, _ = tangents
     lower, jitter, ok = _escalating_cholesky(matrix, jitter_scale)
     matrix_dot = 0.5 * (matrix_dot + matrix_dot.T)
-    inner = _tangent_triangular_solve(lower, _tangent_triangular_solve(lower, matrix_dot, False).T, False).T
+    inner = solve_triangular(lower, solve_triangular(lower, matrix_dot).T).T
     phi = jnp.tril(inner) - 0.5 * jnp.diag(jnp.diag(inner))
     lower_dot = jnp.where(ok, lower @ phi, 0.0)
     return (lower, jitter, ok), (lower_dot, jnp.zeros_like(jitter), np.zeros((), jax.dtypes.float0))
@@ -121,54 +167,30 @@ def cholesky(matrix: Float[Array, "n n"], relative_jitter: float | None = None) 
     return CholeskyFactor(lower, jitter, RESULTS.where(ok, RESULTS.successful, RESULTS.cholesky_failed))
 
 
-def _lineax_triangular_solve(lower, rhs, transpose: bool):
-    if transpose:
-        operator = lx.MatrixLinearOperator(lower.T, lx.upper_triangular_tag)
-    else:
-        operator = lx.MatrixLinearOperator(lower, lx.lower_triangular_tag)
-
-    def solve_vector(vector):
-        return lx.linear_solve(operator, vector, lx.Triangular(), throw=False).value
-
-    if rhs.ndim == 1:
-        return solve_vector(rhs)
-    return jax.vmap(solve_vector, in_axes=1, out_axes=1)(rhs)
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
-def _triangular_solve(lower, rhs, transpose: bool):
-    return _lineax_triangular_solve(lower, rhs, transpose)
-
-
-@_triangular_solve.defjvp
-def _triangular_solve_jvp(transpose, primals, tangents):
-    """ẋ = A⁻¹(ḃ − Ȧ x) with A = L or Lᵀ, computed by XLA's triangular solve.
-
-    lineax makes every tangent and transposed solve throw on non-finite input, which
-    would abort a whole vmapped batch when one member's hyperparameters overflow during
-    a fit; this rule keeps derivatives finite-or-NaN instead, so the failure stays in
-    that member and is reported by its result code.
-    """
-    lower, rhs = primals
-    lower_dot, rhs_dot = tangents
-    solution = _triangular_solve(lower, rhs, transpose)
-    operator_dot = jnp.tril(lower_dot)
-    if transpose:
-        operator_dot = operator_dot.T
-    residual = rhs_dot - (operator_dot @ solution.reshape(solution.shape[0], -1)).reshape(rhs.shape)
-    return solution, _tangent_triangular_solve(lower, residual, transpose)
-
-
 def solve_triangular(
     lower: Float[Array, "n n"], rhs: Float[Array, " n *k"], *, transpose: bool = False
 ) -> Float[Array, " n *k"]:
     """Solve `L x = b` (or `Lᵀ x = b` with `transpose=True`) for lower-triangular `L`.
 
-    The solve goes through lineax's `Triangular` solver (`throw=False`); a matrix
-    right-hand side is solved column by column under `vmap`, which XLA fuses into one
-    triangular solve. Derivatives use ẋ = L⁻¹(ḃ − L̇x) (see `_triangular_solve_jvp`).
+    Only the lower triangle of `L` is read. The solve is a `lax.custom_linear_solve` of the
+    operator `x ↦ tril(L) x` (or its transpose) by LAPACK's `trsm`, one matrix per call on
+    the CPU under `vmap`; derivatives are ẋ = L⁻¹(ḃ − tril(L̇) x) (module docstring).
     """
-    return _triangular_solve(lower, rhs, transpose)
+    solve, transposed_solve = _lapack_lower_solve, _lapack_lower_transposed_solve
+    if transpose:
+        solve, transposed_solve = transposed_solve, solve
+
+    def operator(vector):
+        triangle = jnp.tril(lower)
+        return (triangle.T if transpose else triangle) @ vector
+
+    solution = jax.lax.custom_linear_solve(
+        operator,
+        rhs.reshape(rhs.shape[0], -1),
+        solve=lambda _, vector: solve(lower, vector),
+        transpose_solve=lambda _, vector: transposed_solve(lower, vector),
+    )
+    return solution.reshape(rhs.shape)
 
 
 def cholesky_solve(lower: Float[Array, "n n"], rhs: Float[Array, " n *k"]) -> Float[Array, " n *k"]:

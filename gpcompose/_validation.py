@@ -9,6 +9,7 @@ inside `jit` and names the offending batch element under `vmap`.
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray, PyTree
 
 from ._errors import error_if
@@ -17,8 +18,10 @@ from ._errors import error_if
 def as_floating(value: ArrayLike, name: str) -> Array:
     """`value` as a real floating array: integers and booleans are promoted to the default
     floating dtype (float64 with `jax_enable_x64`, else float32), never the other way round,
-    and complex values are refused with a `ValueError` (their imaginary part would be lost)."""
-    value = jnp.asarray(value)
+    and complex values are refused with a `ValueError` (their imaginary part would be lost).
+    A JAX array (or tracer) stays one; anything else becomes a NumPy array, so that concrete
+    data stay concrete when this runs inside a `jit` or `vmap` trace."""
+    value = value if isinstance(value, jax.Array) else np.asarray(value)
     if jnp.issubdtype(value.dtype, jnp.complexfloating):
         raise ValueError(
             f"`{name}` must be real, got complex dtype {value.dtype}; pass `jnp.real({name})` if its "

@@ -16,22 +16,26 @@ os.environ["XLA_FLAGS"] = (
     + " --xla_backend_optimization_level=0 --xla_cpu_opt_preset=CPU_OPT_PRESET_FAST_COMPILE"
     + " --xla_cpu_use_fusion_emitters=false"
 ).strip()
-# jaxlib 0.10's batched LAPACK kernels (Cholesky, triangular solves) split a batch over XLA's CPU
-# thread pool and block until the pieces finish; when every pool thread is blocked that way the
-# program never returns (docs/numerics.md, "CPU thread pool"). The pool has one thread per core
-# (2 here) unless PJRT_NPROC says otherwise; twice as many leave free threads for the pieces.
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))
 # One OpenBLAS thread per LAPACK call (XLA's CPU LAPACK kernels call scipy's OpenBLAS): the kernels
 # already run on several pool threads, and nested OpenBLAS threads on top of them oversubscribe
 # the 2 cores (benchmarks/aaci_convergence.py measured a 200 × 200 Cholesky at 220 ms against
 # 1.2 ms under load).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import pathlib  # noqa: E402
 import shutil  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
+
+# The package of the benchmark scripts, `benchmarks/benchmark_problems`, is not installed with gpcompose;
+# the tests of its code import it as `benchmark_problems`, as the scripts do. Appended, so that the
+# folder's scripts shadow no installed module.
+BENCHMARKS_DIR = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+if str(BENCHMARKS_DIR) not in sys.path:
+    sys.path.append(str(BENCHMARKS_DIR))
 
 # XLA's persistent compilation cache, one directory per test run: the controlling process makes
 # it before the xdist workers start (they inherit the variable) and removes it at the end
@@ -149,6 +153,21 @@ def pytest_configure(config):
     if hasattr(config, "workerinput") or importlib.util.find_spec("arviz") is None:
         return
     import gpcompose.contrib.arviz  # noqa: F401  (the import writes the stamp)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The number of documentation code blocks the run executed (tests/test_docs_code_blocks.py):
+    every ```python block of README.md and docs/ runs, one test per file."""
+    reports = terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", [])
+    files = sorted(
+        {report.nodeid.split("[", 1)[1].rstrip("]") for report in reports if "test_code_blocks_run[" in report.nodeid}
+    )
+    if not files:
+        return
+    from .test_docs_code_blocks import ROOT, code_blocks
+
+    count = sum(len(code_blocks(ROOT / name)) for name in files)
+    terminalreporter.write_line(f"documentation code blocks run: {count} in {len(files)} files")
 
 
 def pytest_unconfigure(config):

@@ -148,7 +148,7 @@ def test_load_lotka_volterra(tmp_path, synthetic_lotka_volterra):
 def test_load_lotka_volterra_reference(tmp_path, getkey):
     samples = np.exp(np.random.default_rng(1).normal(size=(500, 8)))
     path = tmp_path / "lotka_volterra.npz"
-    np.savez(path, samples=samples, log_normalizer=np.float64(-146.7), log_normalizer_standard_error=np.float64(0.01))
+    np.savez(path, samples=samples, log_normaliser=np.float64(-146.7), log_normaliser_standard_error=np.float64(0.01))
     reference = load_lotka_volterra_reference(path)
     np.testing.assert_allclose(reference.log_normalizer, -146.7)
     np.testing.assert_allclose(reference.log_normalizer_standard_error, 0.01)

@@ -2,6 +2,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._linalg import cholesky
 from ..means import AbstractMean, Constant, NegativeQuadratic, Zero
 from ._gauss_hermite import default_degree, standard_normal_nodes
 from ._measures import is_diagonal
@@ -32,7 +33,7 @@ def component_mean_integrals(mean: AbstractMean, means, covariances, degree: int
         if covariance.ndim == 1:
             points = component_mean[None, :] + nodes * jnp.sqrt(covariance)[None, :]
         else:
-            points = component_mean[None, :] + nodes @ jnp.linalg.cholesky(covariance).T
+            points = component_mean[None, :] + nodes @ cholesky(covariance).lower.T
         return weights @ mean(points)
 
     return jax.vmap(one)(means, covariances)

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 from jaxtyping import Array, Bool, Float
 
+from .._linalg import cholesky, solve_triangular
 from .._select import select_tree
 from ..mixtures import VBMCMixture
 from ..sparse import SparsePosterior
@@ -23,12 +23,13 @@ if TYPE_CHECKING:
 
 def whitening_of(mixture: VBMCMixture) -> tuple[Float[Array, " D"], Float[Array, "D D"], Bool[Array, ""]]:
     """(m, L, ok): the mixture's mean and the Cholesky factor of its covariance (with a
-    jitter of 1e-10 times the mean variance), and whether L is finite."""
+    jitter of 1e-10 times the mean variance), and whether L is finite at that jitter
+    (`_linalg.cholesky` escalating it further counts as a failure)."""
     covariance = mixture.covariance()
     jitter = 1e-10 * jnp.mean(jnp.diag(covariance))
-    factor = jnp.linalg.cholesky(covariance + jitter * jnp.eye(covariance.shape[0], dtype=covariance.dtype))
-    ok = jnp.all(jnp.isfinite(factor)) & jnp.all(jnp.diag(factor) > 0)
-    return mixture.mean(), factor, ok
+    factor = cholesky(covariance + jitter * jnp.eye(covariance.shape[0], dtype=covariance.dtype))
+    ok = factor.succeeded & (factor.jitter == 0) & jnp.all(jnp.diag(factor.lower) > 0)
+    return mixture.mean(), factor.lower, ok
 
 
 def highest_points_gaussian(
@@ -91,7 +92,7 @@ def whiten_by(
     factor = jnp.where(ok, factor, jnp.eye(factor.shape[0], dtype=factor.dtype))
     mean = jnp.where(ok, mean, 0.0)
     new_space = WhitenedTransform(space.bounded, space.unwhiten(mean), space.factor @ factor)
-    whitened = jsl.solve_triangular(factor, (inputs - mean[None]).T, lower=True).T
+    whitened = solve_triangular(factor, (inputs - mean[None]).T).T
     new_inputs = jnp.where(succeeded[:, None], whitened, inputs)  # the other rows are masked out everywhere
     log_det = jnp.sum(jnp.log(jnp.diag(factor)))
     new_log_densities = jnp.where(succeeded, log_densities + log_det, log_densities)

@@ -1,8 +1,8 @@
 import equinox as eqx
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 from jaxtyping import Array, ArrayLike, Float
 
+from .._linalg import solve_triangular
 from ._bounded import BoundedTransform
 
 
@@ -62,7 +62,7 @@ class WhitenedTransform(eqx.Module):
         """w = L⁻¹(u − m)."""
         u = jnp.asarray(u)
         centred = u - self._shift_like(u)
-        solved = jsl.solve_triangular(self.factor, centred.reshape(-1, self.dimension).T, lower=True)
+        solved = solve_triangular(self.factor, centred.reshape(-1, self.dimension).T)
         return solved.T.reshape(centred.shape)
 
     def unwhiten(self, w: Float[ArrayLike, "*batch D"]) -> Float[Array, "*batch D"]:
