@@ -125,9 +125,8 @@ def mixed_step(state: MixedState, key, X, y, optimizer) -> tuple[MixedState, Mix
 def run_loop(state: MixedState, key, X, y, num_steps: int, optimizer) -> tuple[MixedState, MixedInfo]:
     """`num_steps` of the jitted `mixed_step` in a hand-written Python loop; the infos are stacked.
 
-    (A `lax.scan` of the same step gives the same numbers but ran 4× slower here: 192 s against
-    45 s for the full-size run on 2 CPU cores, both with PJRT_NPROC=16; this loop takes 19 s with
-    the default 2 × cores.)"""
+    (A `lax.scan` of the same step gives the same numbers; on a 2-core CPU it compiled and ran
+    several times slower than this loop of one jitted step.)"""
     step = eqx.filter_jit(mixed_step)
     infos = []
     for step_key in jax.random.split(key, num_steps):

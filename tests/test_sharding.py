@@ -122,7 +122,6 @@ def test_sharded_runs_on_four_host_devices_equal_one_device_runs():
     environment = {
         **os.environ,
         "JAX_PLATFORMS": "cpu",
-        "PJRT_NPROC": "16",  # the 4 devices share one pool; 4 threads hang (docs/numerics.md)
         # conftest.py's compile-time flags plus four host devices
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4",
     }

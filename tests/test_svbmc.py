@@ -558,7 +558,9 @@ def test_the_rotated_family_fits_a_correlated_target_through_the_run(correlated_
     family (K ≤ 4) stays 0.166 below log Z = 0 (BQ sd 0.052) with GsKL 0.17 (measured); the
     rotated family's (`mixture_family="rotated"`) reaches ELBO +0.077 (BQ sd 0.058), GsKL
     0.011 (measured). The active rounds keep the rotated family and end within 0.05 of log Z
-    with GsKL < 0.01."""
+    with GsKL < 0.03, a sixth of the axis-aligned family's: over the init/run key pairs (4, 5) …
+    (12, 13) the final GsKL spreads over 0.003–0.018 (median 0.006; 0.004–0.022 with the plain
+    entropy estimate), so a single run is not held to the median."""
     X, y = correlated_evaluations()
     axis_aligned = correlated_unwhitened_axis_state
     state = UNWHITENED_ROTATED.init(X, y, key=jax.random.key(4), budget=BUDGET)
@@ -577,7 +579,7 @@ def test_the_rotated_family_fits_a_correlated_target_through_the_run(correlated_
     divergence = gskl(
         result.posterior.mean(), result.posterior.covariance(), jnp.zeros(2), jnp.asarray(CORRELATED_COVARIANCE)
     )
-    assert float(divergence) < 0.01
+    assert float(divergence) < 0.03
 
 
 def test_the_sd_threshold_must_be_finite_and_the_family_known():
