@@ -62,17 +62,6 @@ class Bounds(eqx.Module):
             if not bool(self.f_minus < self.f_plus):
                 raise ValueError(f"`f_minus` ({self.f_minus}) must be smaller than `f_plus` ({self.f_plus}).")
 
-    def standardize(self, location: Float[ArrayLike, ""], scale: Float[ArrayLike, ""]) -> "Bounds":
-        """The bounds in standardised output units (f − location)/scale, η/scale (§5)."""
-
-        def shift(value):
-            return None if value is None else (value - location) / scale
-
-        def rescale(value):
-            return None if value is None else value / scale
-
-        return Bounds(shift(self.f_plus), shift(self.f_minus), rescale(self.eta_plus), rescale(self.eta_minus))
-
     def _coordinates(self, extrema: SampleExtrema):
         """(sample extremum, bound, η) for each bound that is given."""
         pairs = []

@@ -26,7 +26,7 @@ class SteinGP(eqx.Module):
     - `model`: a `ConjugateModel`, `WhitenedModel` or `SparseWhitenedModel` (see `make_model`).
     - `kernel`: the particle kernel; default `RBF()` with the median heuristic.
     - `optimizer`: an optax transformation fed with −φ; default `optax.adam(0.05)` (the
-      learning rate of SteinGP §5.1).
+      learning rate of Pinder, Nemeth & Leslie 2020, §5.1).
     - `batch_size`: minibatch size for the sparse model, or None for full-data scores.
     - `initialization`: how `init` draws the particles' hyperparameters (latents always
       start from their N(0, I) prior). `"prior"` (default; Pinder, Nemeth & Leslie 2020, App. 12):

@@ -10,7 +10,7 @@ from ._whitened import jittered_factor, whitened_conditional
 
 class SparseWhitenedModel(AbstractSteinGPModel):
     """SteinGP model (c): inducing inputs Z (fixed), particles λ = (θ, ν) with whitened
-    inducing values u = L_Z ν, L_Z = chol(K_ZZ + jitter · I), ν ~ N(0, I_M) (SteinGP §3–4,
+    inducing values u = L_Z ν, L_Z = chol(K_ZZ + jitter · I), ν ~ N(0, I_M) (Pinder, Nemeth & Leslie 2020, §3–4,
     eq. 10; the per-point term, which the paper leaves to Hensman et al. 2015, is that of GPflow's SGPMC):
 
         log p(θ, ν | X, y) ≈ Σ_n E_{N(f_n; q_n, v_n)}[log p(y_n | f_n)] − ½ νᵀν + log p₀(θ) + log|dθ/du|,
