@@ -18,6 +18,7 @@ from ._validation import (
     check_point,
     check_targets,
     common_dtype,
+    raise_if,
     require_finite,
     require_positive,
 )
@@ -105,6 +106,31 @@ def make_observations(
         noise_variance = jnp.pad(noise_variance, (0, padding), constant_values=1.0)
         mask = jnp.pad(mask, (0, padding))
     return Observations(X, y, noise_variance, mask)
+
+
+def with_capacity(observations: Observations, capacity: int) -> Observations:
+    """The buffer with `capacity` rows: free rows added at the end (zeros, unit noise
+    variance, unused) or free rows dropped from the end. A capacity below the last used row
+    raises `ValueError` (checked when the mask is concrete)."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+        raise ValueError(f"`capacity` must be a positive int, got {capacity!r}.")
+    padding = capacity - observations.capacity
+    if padding >= 0:
+        return Observations(
+            jnp.pad(observations.inputs, ((0, padding), (0, 0))),
+            jnp.pad(observations.targets, (0, padding)),
+            jnp.pad(observations.noise_variance, (0, padding), constant_values=1.0),
+            jnp.pad(observations.mask, (0, padding)),
+        )
+    mask = raise_if(
+        observations.mask, jnp.any(observations.mask[capacity:]), f"`capacity` ({capacity}) would drop used rows."
+    )
+    return Observations(
+        observations.inputs[:capacity],
+        observations.targets[:capacity],
+        observations.noise_variance[:capacity],
+        mask[:capacity],
+    )
 
 
 def check_new_inputs(observations: Observations, X_new: Float[ArrayLike, "Q D"], name: str) -> Float[Array, "Q D"]:

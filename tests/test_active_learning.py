@@ -190,6 +190,48 @@ def test_interrupt_and_resume_from_checkpoint_is_bit_for_bit(tmp_path):
         assert a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_buffer_with_budget_keeps_every_evaluation():
+    ev = Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.array([True, True]), budget=2)
+    ev = ev.record(jnp.ones(2), jnp.asarray(-1.0), jnp.asarray(1.0), jnp.asarray(True))
+    longer = ev.with_budget(5)
+    assert longer.capacity == 7 and longer.budget == 5 and int(longer.num_evaluations) == 1
+    np.testing.assert_array_equal(longer.inputs[:3], ev.inputs[:3])
+    np.testing.assert_array_equal(longer.values[:3], ev.values[:3])
+    assert not bool(longer.evaluated[3:].any()) and not bool(longer.finished)
+    shorter = longer.with_budget(1)
+    assert shorter.capacity == 3 and bool(shorter.finished)
+    with pytest.raises(ValueError, match=r"`budget` \(0\) is below the evaluations already told"):
+        ev.with_budget(0)
+
+
+def test_resume_with_a_larger_budget_runs_the_extra_evaluations(tmp_path):
+    """A finished run of budget 6, loaded into a state of budget 9, makes 3 more
+    evaluations; its first 6 are the saved ones, and it equals a run of budget 9 from the
+    start (the keys of each evaluation depend only on its index)."""
+    learner = ToyLearner()
+    key = jax.random.key(5)
+    path = tmp_path / "run.gpc"
+    first = run_black_box(learner, target, learner.init(X0, Y0, budget=6), key, checkpoint=Checkpoint(path))
+    assert read_checkpoint_header(path)["budget"] == 6
+    like = eqx.filter_eval_shape(learner.init, X0, Y0, budget=9)
+    loaded_learner, loaded, loaded_key = load_checkpoint(path, learner, like)
+    assert loaded.evaluations.budget == 9 and int(loaded.evaluations.num_evaluations) == 6
+    calls = {"n": 0}
+
+    def counted(x):
+        calls["n"] += 1
+        return target(x)
+
+    extended = run_black_box(loaded_learner, counted, loaded, loaded_key)
+    assert calls["n"] == 3 and int(extended.evaluations.num_evaluations) == 9
+    np.testing.assert_array_equal(extended.evaluations.inputs[:8], first.evaluations.inputs)
+    whole = run_black_box(learner, target, learner.init(X0, Y0, budget=9), key)
+    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(extended)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValueError, match="holds 6 evaluations, more than `like`'s budget of 4"):
+        load_checkpoint(path, learner, eqx.filter_eval_shape(learner.init, X0, Y0, budget=4))
+
+
 def test_checkpoint_refuses_other_method_settings_or_shapes(tmp_path):
     learner = ToyLearner()
     state = learner.init(X0, Y0, budget=3)
@@ -204,7 +246,7 @@ def test_checkpoint_refuses_other_method_settings_or_shapes(tmp_path):
     with pytest.raises(ValueError, match="other settings"):
         load_checkpoint(path, ToyLearner(batch=2), state)
     with pytest.raises(ValueError, match="other shapes"):
-        load_checkpoint(path, learner, learner.init(X0, Y0, budget=4))
+        load_checkpoint(path, learner, learner.init(X0[:1], Y0[:1], budget=3))
     bad = tmp_path / "bad.gpc"
     bad.write_bytes(b"not a checkpoint\n")
     with pytest.raises(ValueError, match="not a gpcompose checkpoint"):

@@ -209,13 +209,35 @@ def test_interrupt_and_resume_from_checkpoint_is_bit_for_bit(tmp_path):
         assert a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_resume_with_a_larger_budget_runs_the_extra_evaluations(tmp_path):
+    """A finished run of budget 4, loaded with a state of budget 6, makes two more
+    evaluations and keeps the first four."""
+    key = jax.random.key(8)
+    path = tmp_path / "bo.gpc"
+    state = SMALL_EI.init(NO_X, NO_Y, BRANIN_LOWER, BRANIN_UPPER, budget=4)
+    first = gpcompose.run_black_box(SMALL_EI, negative_branin, state, key, checkpoint=Checkpoint(path))
+    like = eqx.filter_eval_shape(SMALL_EI.init, NO_X, NO_Y, BRANIN_LOWER, BRANIN_UPPER, budget=6)
+    learner, loaded, loaded_key = load_checkpoint(path, SMALL_EI, like)
+    calls = {"n": 0}
+
+    def counted(x):
+        calls["n"] += 1
+        return negative_branin(x)
+
+    extended = gpcompose.run_black_box(learner, counted, loaded, loaded_key)
+    assert calls["n"] == 2 and int(extended.evaluations.num_evaluations) == 6
+    np.testing.assert_array_equal(extended.evaluations.inputs[:4], first.evaluations.inputs)
+    assert SMALL_EI.result(extended).X.shape == (6, 2)
+
+
 def test_checkpoint_of_other_shapes_or_settings_is_refused(tmp_path):
     state = SMALL_EI.init(NO_X, NO_Y, BRANIN_LOWER, BRANIN_UPPER, budget=5)
     path = tmp_path / "bo.gpc"
     save_checkpoint(path, SMALL_EI, state, jax.random.key(0))
-    other_budget = eqx.filter_eval_shape(SMALL_EI.init, NO_X, NO_Y, BRANIN_LOWER, BRANIN_UPPER, budget=6)
+    one_given = np.zeros((1, 2)), np.zeros(1)  # the buffer has one more row, not a larger budget
+    other_data = eqx.filter_eval_shape(SMALL_EI.init, *one_given, BRANIN_LOWER, BRANIN_UPPER, budget=5)
     with pytest.raises(ValueError, match="other shapes"):
-        load_checkpoint(path, SMALL_EI, other_budget)
+        load_checkpoint(path, SMALL_EI, other_data)
     with pytest.raises(ValueError, match="other settings"):
         load_checkpoint(path, RANDOM, state)
     bounded_like = eqx.filter_eval_shape(SMALL_EI.init, NO_X, NO_Y, BRANIN_LOWER, BRANIN_UPPER, budget=5, f_plus=1.0)

@@ -166,9 +166,13 @@ def test_ask_tell_compile_once_and_resume_equals_uninterrupted(small_state, tmp_
     for a, b in zip(jax.tree_util.tree_leaves(uninterrupted), jax.tree_util.tree_leaves(resumed)):
         assert a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
 
-    other_budget = eqx.filter_eval_shape(SMALL.init, X, y, key=SMALL_STATE_DATA[1], budget=BUDGET + 1)
+    larger_budget = eqx.filter_eval_shape(SMALL.init, X, y, key=SMALL_STATE_DATA[1], budget=BUDGET + 1)
+    _, extended, _ = load_checkpoint(path, SMALL, larger_budget)  # the saved run, with one more evaluation to make
+    assert extended.evaluations.budget == BUDGET + 1 and not bool(extended.evaluations.finished)
+    assert_trees_equal(extended.posterior, loaded.posterior)
+    other_data = eqx.filter_eval_shape(SMALL.init, X[1:], y[1:], key=SMALL_STATE_DATA[1], budget=BUDGET)
     with pytest.raises(ValueError, match="other shapes"):
-        load_checkpoint(path, SMALL, other_budget)
+        load_checkpoint(path, SMALL, other_data)
     with pytest.raises(ValueError, match="other settings"):
         load_checkpoint(path, dataclasses.replace(SMALL, batch_size=BATCH + 1), like)
 

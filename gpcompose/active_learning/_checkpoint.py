@@ -41,6 +41,7 @@ def _header(learner: AbstractActiveLearner, state: AbstractLearnerState, key: PR
         "configuration": str(jax.tree.structure(learner)),
         "state_leaves": _leaf_shapes(state),
         "num_evaluations": int(state.evaluations.num_evaluations),
+        "budget": state.evaluations.budget,
         "key": key_record,
     }
 
@@ -81,9 +82,12 @@ def load_checkpoint(
 
     `learner` and `like` give the structure to load into: the learner configured as the
     saved run was, and a state of the same shapes, e.g.
-    `eqx.filter_eval_shape(learner.init, X, y, ...)` (no computation). A checkpoint of
-    another method, of a learner with other settings, or of a state with other shapes or
-    dtypes raises `ValueError` saying which differs.
+    `eqx.filter_eval_shape(learner.init, X, y, ..., budget=...)` (no computation). A
+    checkpoint of another method, of a learner with other settings (the static ones
+    included), or of a state with other shapes or dtypes raises `ValueError` saying which
+    differs. Only the budget may differ: the loaded state is then extended to `like`'s
+    budget (`learner.with_budget`), so that driving it on runs the extra evaluations; a
+    budget below the evaluations already made raises `ValueError`.
     """
     header = read_checkpoint_header(path)
     method = type(learner).__name__
@@ -94,6 +98,15 @@ def load_checkpoint(
             f"the checkpoint {os.fspath(path)!r} was written by a {method} with other settings: "
             f"saved {header['configuration']}, given {jax.tree.structure(learner)}."
         )
+    budget = like.evaluations.budget
+    saved_budget = header.get("budget", budget)
+    if saved_budget != budget:
+        if budget < header["num_evaluations"]:
+            raise ValueError(
+                f"the checkpoint {os.fspath(path)!r} holds {header['num_evaluations']} evaluations, more than "
+                f"`like`'s budget of {budget}: pass a state of a budget ≥ {header['num_evaluations']}."
+            )
+        like = eqx.filter_eval_shape(learner.with_budget, like, saved_budget)
     shapes = _leaf_shapes(like)
     if header["state_leaves"] != shapes:
         differ = [
@@ -105,11 +118,13 @@ def load_checkpoint(
             differ.insert(0, f"saved {len(header['state_leaves'])} arrays, expected {len(shapes)}")
         raise ValueError(
             f"the checkpoint {os.fspath(path)!r} holds a state of other shapes than `like` "
-            f"(other data sizes or budget): {'; '.join(differ[:3])}."
+            f"(other data sizes): {'; '.join(differ[:3])}."
         )
     with open(path, "rb") as file:
         file.readline()
         learner, state = eqx.tree_deserialise_leaves(file, (learner, like))
+    if saved_budget != budget:
+        state = learner.with_budget(state, budget)
     record = header["key"]
     if record is None:
         key = None

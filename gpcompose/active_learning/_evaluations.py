@@ -4,6 +4,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
+from .._validation import raise_if
+
 
 class Evaluations(eqx.Module):
     """Every evaluation of an active-learning run, in buffers of a fixed capacity.
@@ -37,22 +39,17 @@ class Evaluations(eqx.Module):
     ) -> "Evaluations":
         """A buffer of `N + budget` rows holding the initial evaluations (`usable` marks
         those that may be fitted) and `budget` free rows."""
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
-        num_initial, dimension = X.shape
-
-        def pad(values, fill):
-            return jnp.concatenate([values, jnp.full((budget,) + values.shape[1:], fill, values.dtype)])
-
+        num_initial = X.shape[0]
         usable = jnp.asarray(usable, bool)
-        return cls(
-            inputs=pad(jnp.where(usable[:, None], X, 0.0), 0.0),
-            values=pad(jnp.where(usable, y, 0.0), 0.0),
-            noise_variance=pad(jnp.where(usable, noise_variance, 1.0), 1.0),
-            evaluated=jnp.arange(num_initial + budget) < num_initial,
-            succeeded=pad(usable, False),
+        given = cls(
+            inputs=jnp.where(usable[:, None], X, 0.0),
+            values=jnp.where(usable, y, 0.0),
+            noise_variance=jnp.where(usable, noise_variance, 1.0),
+            evaluated=jnp.ones((num_initial,), bool),
+            succeeded=usable,
             num_initial=num_initial,
         )
+        return given.with_budget(budget)
 
     @property
     def capacity(self) -> int:
@@ -84,6 +81,30 @@ class Evaluations(eqx.Module):
     def finished(self) -> Bool[Array, ""]:
         """Whether the whole budget is spent."""
         return self.num_evaluations >= self.budget
+
+    def with_budget(self, budget: int) -> "Evaluations":
+        """The buffer of a run with `budget` evaluations after `init` in all: free rows added
+        (or dropped) at the end, every evaluation kept. A budget below the evaluations
+        already told raises (a `ValueError` at once when the buffer is concrete)."""
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
+        message = f"`budget` ({budget}) is below the evaluations already told."
+        evaluated = raise_if(self.evaluated, budget < self.num_evaluations, message)
+        padding = budget - self.budget
+
+        def resize(values, fill):
+            if padding < 0:
+                return values[: self.num_initial + budget]
+            return jnp.concatenate([values, jnp.full((padding,) + values.shape[1:], fill, values.dtype)])
+
+        return Evaluations(
+            resize(self.inputs, 0.0),
+            resize(self.values, 0.0),
+            resize(self.noise_variance, 1.0),
+            resize(evaluated, False),
+            resize(self.succeeded, False),
+            self.num_initial,
+        )
 
     def record(
         self,

@@ -43,7 +43,8 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
     - `tell(state, x, y, noise_sd=None) -> (state, TellInfo)`: record the evaluation
       y = f(x) — NaN or ±inf marks a failed evaluation, kept in the buffer but never fitted —
       and, after every `round_size` evaluations, update the model;
-    - `result(state)`: the method's answer from a finished or unfinished run.
+    - `result(state)`: the method's answer from a finished or unfinished run;
+    - `with_budget(state, budget)`: the same run with another budget (to go on after it ends).
 
     `gpcompose.run_black_box` and `gpcompose.run_traceable` drive any learner. A subclass
     implements `init`, `ask`, `result`, `record` (store one evaluation, with cheap updates
@@ -90,6 +91,14 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
         that the traced driver reports them from inside its loop. By default the number of
         failed evaluations; a learner puts its own quantities (an ELBO, the best value) first."""
         return {"failed": state.evaluations.num_failed}
+
+    def with_budget(self, state: State, budget: int) -> State:
+        """The state of the same run with `budget` evaluations after `init` in all, e.g. to
+        resume a finished or checkpointed run for more evaluations: every buffer of capacity
+        `num_initial + budget` gets free rows (or loses free rows), every evaluation and fit
+        is kept. This default resizes `state.evaluations`; a learner whose model holds
+        other buffers of that capacity resizes them too."""
+        return eqx.tree_at(lambda s: s.evaluations, state, state.evaluations.with_budget(budget))
 
     def update_now(self, state: State) -> tuple[State, UpdateInfo]:
         """`update` with its key (`update_key`): the model update that ends a round."""

@@ -157,6 +157,13 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         as given; a reloaded learner's are strongly typed)."""
         return jax.tree.map(lambda leaf: jnp.asarray(leaf).astype(dtype), self.boosting)
 
+    def with_budget(self, state: BVBMCState, budget: int) -> BVBMCState:
+        """The same run with `budget` evaluations (boosting steps) in all: the evaluation and
+        GP buffers resized, the mixture and the fits kept."""
+        state = super().with_budget(state, budget)
+        surrogate = state.boosting.surrogate.with_capacity(state.evaluations.capacity)
+        return eqx.tree_at(lambda s: s.boosting.surrogate, state, surrogate)
+
     def init(
         self, X: Float[ArrayLike, "N D"], y: Float[ArrayLike, " N"], *, budget: int, key: PRNGKeyArray
     ) -> BVBMCState:

@@ -1,10 +1,11 @@
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky, cholesky_solve, solve_triangular
-from .._observations import Observations, centred_targets, make_observations, padded_gram
+from .._observations import Observations, centred_targets, make_observations, padded_gram, with_capacity
 from .._posterior_interface import AbstractGaussianPosterior
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
@@ -51,6 +52,21 @@ class ExactPosterior(AbstractGaussianPosterior):
         from ._update import update
 
         return update(self, x, y, noise_variance)
+
+    def with_capacity(self, capacity: int) -> "ExactPosterior":
+        """The same posterior with a buffer of `capacity` rows (`update` fills free rows):
+        free rows are added or dropped at the end, the factor and weights extended as
+        `condition` would build them (identity rows of K + D + jitter·I, zero weights)."""
+        observations = with_capacity(self.observations, capacity)
+        padding = capacity - self.observations.capacity
+        if padding >= 0:
+            free_diagonal = jnp.full((padding,), jnp.sqrt(1.0 + self.factor.jitter), self.factor.lower.dtype)
+            lower = jax.scipy.linalg.block_diag(self.factor.lower, jnp.diag(free_diagonal))
+            weights = jnp.pad(self.weights, (0, padding))
+        else:
+            lower, weights = self.factor.lower[:capacity, :capacity], self.weights[:capacity]
+        factor = CholeskyFactor(lower, self.factor.jitter, self.factor.result)
+        return ExactPosterior(self.kernel, self.mean, observations, factor, weights)
 
     @property
     def support(self):

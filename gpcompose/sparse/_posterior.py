@@ -1,3 +1,4 @@
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
@@ -5,9 +6,9 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 from .._errors import RESULTS
 from .._jit import public_jit
 from .._linalg import CholeskyFactor, cholesky, solve_triangular
-from .._observations import Observations, centred_targets, make_observations, padded_gram
+from .._observations import Observations, centred_targets, make_observations, padded_gram, with_capacity
 from .._posterior_interface import AbstractGaussianPosterior
-from .._validation import check_inputs, require_finite
+from .._validation import check_inputs, raise_if, require_finite
 from ..kernels import AbstractKernel
 from ..means import AbstractMean
 from ..parameters import AbstractParameter, value_of
@@ -69,6 +70,46 @@ class SparsePosterior(AbstractGaussianPosterior):
         from ._update import update
 
         return update(self, x, y, noise_variance)
+
+    def with_capacity(self, capacity: int) -> "SparsePosterior":
+        """The same posterior with a data buffer of `capacity` rows (`update` fills free
+        rows): free rows, which carry no precision, are added or dropped at the end."""
+        return eqx.tree_at(lambda posterior: posterior.observations, self, with_capacity(self.observations, capacity))
+
+    def with_inducing_capacity(self, capacity: int) -> "SparsePosterior":
+        """The same posterior with `capacity` inducing slots (`add_inducing_point` fills free
+        ones): free slots, identity rows of L and L_S with zero r, added or dropped at the end.
+        Dropping a used slot raises."""
+        padding = capacity - self.inducing_mask.shape[0]
+        if padding < 0:
+            mask = raise_if(
+                self.inducing_mask,
+                jnp.any(self.inducing_mask[capacity:]),
+                f"`capacity` ({capacity}) would drop used inducing slots.",
+            )
+            keep = slice(0, capacity)
+            inducing_inputs, inducing_mask = self.inducing_inputs[keep], mask[keep]
+            lower, inner_lower = self.inducing_factor.lower[keep, keep], self.inner_lower[keep, keep]
+            projected_residual = self.projected_residual[keep]
+        else:
+            identity = jnp.eye(padding, dtype=self.inner_lower.dtype)
+            inducing_inputs = jnp.pad(self.inducing_inputs, ((0, padding), (0, 0)))
+            inducing_mask = jnp.pad(self.inducing_mask, (0, padding))
+            lower = jax.scipy.linalg.block_diag(self.inducing_factor.lower, identity)
+            inner_lower = jax.scipy.linalg.block_diag(self.inner_lower, identity)
+            projected_residual = jnp.pad(self.projected_residual, (0, padding))
+        factor = CholeskyFactor(lower, self.inducing_factor.jitter, self.inducing_factor.result)
+        return SparsePosterior(
+            self.kernel,
+            self.mean,
+            self.observations,
+            inducing_inputs,
+            inducing_mask,
+            factor,
+            inner_lower,
+            projected_residual,
+            self.result,
+        )
 
     @property
     def support(self):

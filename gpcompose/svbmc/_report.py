@@ -69,6 +69,26 @@ def record_round(history: RoundHistory, mixture: VBMCMixture, elbo, elbo_sd, num
     )
 
 
+def resize_history(history: RoundHistory, capacity: int) -> RoundHistory:
+    """The same rounds in a ring of `capacity` slots (round r in slot r mod `capacity`); when
+    it is smaller, only the newest `capacity` rounds are kept."""
+    keep = (history.rounds >= 0) & (history.rounds > history.num_rounds - 1 - capacity)
+    slots = jnp.where(keep, history.rounds % capacity, capacity)  # `capacity`: out of range, dropped
+
+    def move(stack, empty):
+        filled = jnp.broadcast_to(empty, (capacity,) + stack.shape[1:]).astype(stack.dtype)
+        return filled.at[slots].set(stack, mode="drop")
+
+    return RoundHistory(
+        mixtures=jax.tree_util.tree_map(lambda stack: move(stack, stack[0]), history.mixtures),
+        elbos=move(history.elbos, 0.0),
+        elbo_sds=move(history.elbo_sds, 0.0),
+        evaluations=move(history.evaluations, 0),
+        rounds=move(history.rounds, -1),
+        num_rounds=history.num_rounds,
+    )
+
+
 def reported_slot(history: RoundHistory, options: "SVBMC") -> Int[Array, ""]:
     """The slot of the round to report. The last round r if its BQ sd is at most
     `options.report_sd_tolerance` (or that option is None); otherwise, of the rounds

@@ -26,7 +26,7 @@ from ..active_learning import (
 )
 from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
 from ._acquisitions import IMIQR, AbstractSVBMCAcquisition, ProspectiveUncertainty
-from ._report import record_round, reported_slot, start_history
+from ._report import history_capacity, record_round, reported_slot, resize_history, start_history
 from ._state import SVBMCState
 from ._surrogate import Surrogate
 from ._training import Previous, new_point_value_and_noise, retrain, training_rows
@@ -479,6 +479,18 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         maximum = self.max_inducing if self.max_inducing is not None else 300 + int(2 * math.sqrt(budget))
         maximum = min(maximum, num_points)
         return min(self.min_inducing, maximum), maximum
+
+    def with_budget(self, state: SVBMCState, budget: int) -> SVBMCState:
+        """The same run with `budget` new evaluations in all: the evaluation and GP data
+        buffers resized, the inducing slots to the M_max + `batch_size` of that budget
+        (`inducing_range`), so that the next retraining keeps the state's shapes, and the
+        round history to that budget's reporting window (`resize_history`)."""
+        state = super().with_budget(state, budget)
+        maximum = self.inducing_range(state.evaluations.num_initial, budget)[1]
+        surrogate = state.surrogate.with_capacity(state.evaluations.capacity)
+        surrogate = surrogate.with_inducing_capacity(maximum + self.batch_size)
+        history = resize_history(state.history, history_capacity(self, budget))
+        return eqx.tree_at(lambda s: (s.surrogate, s.history), state, (surrogate, history))
 
     def entropy_samples(self) -> int:
         """Monte Carlo samples for the entropy during optimisation: `num_entropy_samples`, or by
