@@ -52,6 +52,12 @@ Y_FLOAT = jnp.array([0.3, 1.7, 2.5])
 X0 = np.random.default_rng(0).normal(size=(12, 2)) * 2
 Y0 = -0.5 * np.sum(X0**2, axis=1)
 
+# A Bayesian optimisation with no evaluations yet, on the unit square.
+NO_X, NO_Y = np.zeros((0, 2)), np.zeros(0)
+BO_STATE = bo.BO().init(NO_X, NO_Y, np.zeros(2), np.ones(2), budget=3)
+RANDOM_SEARCH = bo.BO(acquisition=bo.RandomSearch())
+RANDOM_STATE = RANDOM_SEARCH.init(NO_X, NO_Y, np.zeros(2), np.ones(2), budget=3)
+
 # Classification data.
 X_CLASS = jnp.asarray(np.random.default_rng(1).normal(size=(20, 2)))
 Y_CLASS = (X_CLASS[:, 0] > 0).astype(jnp.float64)
@@ -661,7 +667,37 @@ ERROR_CASES = [
         ValueError,
         r"`X` must be real",
     ),
+    case(
+        "svbmc.SVBMC.init-complex-lower_bounds",
+        lambda: svbmc.SVBMC().init(X0, Y0, budget=4, key=KEY, lower_bounds=np.full(2, -10.0) + 1j),
+        ValueError,
+        r"`lower_bounds` must be real",
+    ),
     # ---- bo ----
+    case(
+        "bo.BO.init-complex-f_plus",
+        lambda: bo.BO().init(NO_X, NO_Y, np.zeros(2), np.ones(2), budget=3, f_plus=1.0 + 1j),
+        ValueError,
+        r"`f_plus` must be real",
+    ),
+    case(
+        "bo.BO.tell-complex-y",
+        lambda: bo.BO().tell(BO_STATE, jnp.array([0.5, 0.5]), 1.0 + 2j),
+        ValueError,
+        r"`y` must be real",
+    ),
+    case(
+        "bo.BO.tell-complex-x",
+        lambda: bo.BO().tell(BO_STATE, jnp.array([0.5 + 1j, 0.5]), 1.0),
+        ValueError,
+        r"`x` must be real",
+    ),
+    case(
+        "run_traceable-complex-target",
+        lambda: gpcompose.run_traceable(RANDOM_SEARCH, lambda x: jnp.sum(x).astype(jnp.complex128), RANDOM_STATE, KEY),
+        ValueError,
+        r"`target\(x\)` must be real",
+    ),
     case(
         "bo.BO-acquisition-a-string",
         lambda: bo.BO(acquisition="foo"),
@@ -923,6 +959,15 @@ def bo_ask_accepts_raw_uint32_key():
     assert x.shape == (2,) and np.all(np.abs(np.asarray(x)) <= 1.0)
 
 
+def black_box_target_returning_complex_is_a_failed_evaluation():
+    """The host driver records a complex, string or multi-valued output as a failed
+    evaluation (with a warning), and goes on: no imaginary part is dropped silently."""
+    for output in (1.0 + 2j, "abc", np.ones(3)):
+        with pytest.warns(RuntimeWarning, match="not a real number; recorded as failed"):
+            state = gpcompose.run_black_box(RANDOM_SEARCH, lambda x, output=output: output, RANDOM_STATE, KEY)
+        assert int(state.evaluations.num_failed) == 3
+
+
 VALUE_CASES = [
     pytest.param(check, id=check.__name__.replace("_", "-"))
     for check in [
@@ -941,6 +986,7 @@ VALUE_CASES = [
         bernoulli_with_integer_labels,
         maximize_of_an_always_nan_objective_says_so,
         bo_ask_accepts_raw_uint32_key,
+        black_box_target_returning_complex_is_a_failed_evaluation,
     ]
 ]
 

@@ -12,7 +12,7 @@ import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from .._progress import ProgressBar, report, report_interval, show_progress
-from .._validation import check_key
+from .._validation import as_floating, check_key
 from ._black_box import call_black_box
 from ._checkpoint import save_checkpoint
 from ._learner import AbstractActiveLearner, State, TellInfo
@@ -116,11 +116,11 @@ def run_black_box(
 
 
 def _evaluate(target: Callable, x, dtype) -> tuple[Float[Array, ""], Float[Array, ""] | None]:
+    """`target(x)` as (value, sd or None) of `dtype`; a complex output raises `ValueError`."""
     outcome = target(x)
-    if isinstance(outcome, tuple):
-        value, sd = outcome
-        return jnp.asarray(value, dtype), jnp.asarray(sd, dtype)
-    return jnp.asarray(outcome, dtype), None
+    value, sd = outcome if isinstance(outcome, tuple) else (outcome, None)
+    value = as_floating(value, "target(x)").astype(dtype)
+    return value, None if sd is None else as_floating(sd, "the sd of target(x)").astype(dtype)
 
 
 @eqx.filter_jit

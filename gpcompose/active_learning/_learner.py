@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray, PyTree
 
 from .._jit import public_jit
+from .._validation import as_floating
 from ._evaluations import Evaluations
 from ._update_key import update_key
 
@@ -114,7 +115,9 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
     ) -> tuple[State, TellInfo]:
         """Record the evaluation y = f(x) and, if it ends a round, update the model. Compiled
         once per learner and shapes, so that an eager loop of `tell`s does not retrace the
-        update at every call."""
+        update at every call. Complex `x`, `y` or `noise_sd` raise `ValueError`."""
+        x, y = as_floating(x, "x"), as_floating(y, "y")
+        noise_sd = None if noise_sd is None else as_floating(noise_sd, "noise_sd")
         state, succeeded = self.record(state, x, y, noise_sd)
         if self.round_size == 1:
             state, info = self.update_now(state)

@@ -19,7 +19,7 @@ from ._state import BOAskInfo, BOResult, BOState, BOUpdateInfo
 def _optional_scalar(value, name: str, dtype):
     if value is None:
         return None
-    value = jnp.asarray(value, dtype)
+    value = jnp.asarray(as_floating(value, name), dtype)
     if value.shape != ():
         raise ValueError(f"`{name}` must be a scalar, got shape {value.shape}.")
     if not isinstance(value, jax.core.Tracer) and not bool(jnp.isfinite(value)):

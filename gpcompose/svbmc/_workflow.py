@@ -86,7 +86,7 @@ def _validate_bounds(lower_bounds, upper_bounds, dimension: int, dtype) -> tuple
     def as_bounds(bounds, fill, name):
         if bounds is None:
             return np.full(dimension, fill, dtype)
-        bounds = np.asarray(bounds, dtype)
+        bounds = np.asarray(as_floating(bounds, name), dtype)
         if bounds.shape != (dimension,):
             raise ValueError(f"`{name}` must have shape ({dimension},) to match X, got shape {bounds.shape}.")
         return bounds
