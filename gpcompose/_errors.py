@@ -4,7 +4,7 @@ A failed factorisation must not poison a whole `vmap` batch, so the layers below
 raise or return NaN on a numerical failure: they return finite placeholder values and a
 `RESULTS` item that the caller inspects (or raises with `RESULTS.error_if`-style checks).
 
-Value mistakes (non-finite data, a non-positive noise variance) raise at run time through
+Value mistakes (non-finite data, a negative noise variance) raise at run time through
 `error_if`, which names the public function that was called: inside a user's `jit` the
 traceback of such an error can point at an earlier call of the same compiled function.
 """
@@ -47,6 +47,28 @@ with warnings.catch_warnings():
         nonfinite_objective = (
             "`objective` (with the log prior) was NaN or infinite where the fit ended, so no step "
             "could be taken: check `objective` at the starting `params`."
+        )
+        jitter_above_level = (
+            "The matrix was factorised only after adding a jitter above 1e-6 of its mean diagonal "
+            "(the level of the jitter policy): the outputs are finite but belong to a "
+            "model with that much extra noise on the diagonal, which is a material change. Add "
+            "observation noise, or check the kernel and the inputs (near-duplicate rows)."
+        )
+        jitter_changed_fit = (
+            "The targets contradict K + D: the jitter that made K + D factorisable changed the "
+            "data-fit term of the log marginal likelihood by more than 1 nat (e.g. duplicate inputs "
+            "with different targets and a noise variance near 0). The outputs are finite but belong "
+            "to the jittered model; use a noise variance that fits the data."
+        )
+        zero_noise_variance = (
+            "A used row has noise variance 0: the GP interpolates it (a noise-free model). K + D "
+            "was factorised under the jitter policy, so the outputs may be those of K + D + jitter·I; "
+            "they are finite. Pass a small positive noise variance for a well-posed model."
+        )
+        constraint_violated = (
+            "A fitted parameter ended outside its constraint (NaN, infinite, or not above a "
+            "`Positive`'s minimum / inside an `Interval`): the starting `params` are returned, "
+            "with the objective there."
         )
 
 

@@ -12,9 +12,11 @@ where `s = mean(|diag A|)` makes the jitter relative to the scale of the matrix 
 attempt whose factor is finite wins, so a well-posed matrix is factorised exactly. If
 every attempt fails the factor is replaced by the finite placeholder
 `diag(sqrt(|diag A| + j_max))` and `result` is `RESULTS.cholesky_failed`: the caller gets
-a flag, never a NaN. Gradients flow through the factor by the standard Cholesky JVP
-(the jitter is treated as a constant), so the policy costs one factorisation in the
-common case and stays differentiable under `jit`, `vmap` and `grad`.
+a flag, never a NaN. A factor that needed a jitter above `JITTER_LEVEL · s` is a factor of
+a materially different matrix: its `result` is `RESULTS.jitter_above_level`. Gradients
+flow through the factor by the standard Cholesky JVP (the jitter is treated as a
+constant), so the policy costs one factorisation in the common case and stays
+differentiable under `jit`, `vmap` and `grad`.
 
 **Fixed-capacity convention.** Factors of padded buffers hold identity rows and columns
 in unused slots. `cholesky_append` fills the first unused slot in O(n²); it requires that
@@ -47,6 +49,23 @@ from ._errors import RESULTS
 
 _MAX_ATTEMPTS = 7
 
+JITTER_LEVEL = 1e-6
+"""The largest jitter, relative to s = mean(|diag A|), that leaves the factorised matrix
+the same for modelling purposes; `cholesky` reports a larger one as
+`RESULTS.jitter_above_level`.
+
+A jitter j adds j to every diagonal entry: in a GP, an extra observation-noise variance j on
+top of K + D. Up to 1e-6 of the prior variance this is at most GPflow's default jitter
+(1e-6) and its default lower bound on a Gaussian likelihood's variance (1e-6), the size
+that practice treats as numerically negligible: at a noise-free observation it lets the
+posterior standard deviation grow to at most 1e-3 of the prior's. Above it the added noise
+is a visible part of the model (1e-5 of the prior variance is a noise standard deviation of
+0.3 % of the prior's).
+The level is the same in float32, where it equals the first jitter of the escalation: a
+float32 matrix that needs more is flagged (float32 is not enough for it)."""
+
+_LEVEL_ROUNDING = 1.001  # a jitter equal to the level up to rounding is at the level, not above
+
 
 def initial_relative_jitter(dtype) -> float:
     """The first relative jitter `j_0` of the escalation policy for `dtype`."""
@@ -54,7 +73,10 @@ def initial_relative_jitter(dtype) -> float:
 
 
 class CholeskyFactor(eqx.Module):
-    """Lower Cholesky factor of `A + jitter · I`, with the outcome of the factorisation."""
+    """Lower Cholesky factor of `A + jitter · I`, with the outcome of the factorisation:
+    `RESULTS.successful` (jitter 0 or at most `JITTER_LEVEL · mean(|diag A|)`),
+    `RESULTS.jitter_above_level`, `RESULTS.cholesky_failed` (a placeholder) or, after a
+    rank-1 modification, `RESULTS.update_failed`."""
 
     lower: Float[Array, "n n"]
     jitter: Float[Array, ""]
@@ -62,7 +84,9 @@ class CholeskyFactor(eqx.Module):
 
     @property
     def succeeded(self) -> Bool[Array, ""]:
-        return self.result == RESULTS.successful
+        """Whether `lower` is a Cholesky factor of A + jitter·I: `result` is `successful` or
+        `jitter_above_level` (not a placeholder, not a broken update)."""
+        return (self.result == RESULTS.successful) | (self.result == RESULTS.jitter_above_level)
 
 
 def _one_matrix_per_call_on_cpu(function):
@@ -155,16 +179,20 @@ def cholesky(matrix: Float[Array, "n n"], relative_jitter: float | None = None) 
     - `relative_jitter`: first non-zero jitter relative to `mean(|diag A|)`; defaults to
       `initial_relative_jitter(dtype)`. It is multiplied by 10 on each further failure.
 
-    **Returns:** a `CholeskyFactor` with `lower`, the `jitter` actually added and a `result`.
+    **Returns:** a `CholeskyFactor` with `lower`, the `jitter` actually added and a `result`:
+    `RESULTS.successful`, `RESULTS.jitter_above_level` (the jitter exceeds
+    `JITTER_LEVEL · mean(|diag A|)`) or `RESULTS.cholesky_failed`.
     """
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
         raise ValueError(f"`matrix` must be square, got shape {matrix.shape}.")
     if relative_jitter is None:
         relative_jitter = initial_relative_jitter(matrix.dtype)
-    scale = jax.lax.stop_gradient(jnp.mean(jnp.abs(jnp.diag(matrix))))
-    scale = jnp.where(scale > 0, scale, 1.0) * relative_jitter
-    lower, jitter, ok = _compiled_escalating_cholesky(matrix, scale)
-    return CholeskyFactor(lower, jitter, RESULTS.where(ok, RESULTS.successful, RESULTS.cholesky_failed))
+    mean_diagonal = jax.lax.stop_gradient(jnp.mean(jnp.abs(jnp.diag(matrix))))
+    mean_diagonal = jnp.where(mean_diagonal > 0, mean_diagonal, 1.0)
+    lower, jitter, ok = _compiled_escalating_cholesky(matrix, mean_diagonal * relative_jitter)
+    material = jitter > _LEVEL_ROUNDING * JITTER_LEVEL * mean_diagonal
+    result = RESULTS.where(material, RESULTS.jitter_above_level, RESULTS.successful)
+    return CholeskyFactor(lower, jitter, RESULTS.where(ok, result, RESULTS.cholesky_failed))
 
 
 def solve_triangular(

@@ -9,7 +9,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 from ._errors import RESULTS
 from ._finite import all_finite
 from ._select import select_tree
-from .parameters import log_prior, partition
+from .parameters import log_prior, partition, satisfies_constraints
 
 Params = TypeVar("Params")
 
@@ -58,10 +58,15 @@ def maximize(
     data through `args` (not a closure) so that new data reuse the compiled fit.
 
     **Returns:** a `MaximizeResult`. The solver itself never raises: a solve that stops
-    early (`result` not successful, e.g. `max_steps` reached, or
-    `RESULTS.nonfinite_objective` where the objective is NaN or ±inf) returns its last iterate, so one
-    seed of a vmapped batch of fits does not stop the others. A run-time check inside
-    `objective` still raises (`eqx.error_if`, e.g. `gp.condition` given non-finite data, or a
+    early (`result` not successful, e.g. `RESULTS.nonlinear_max_steps_reached` after
+    `max_steps`, or `RESULTS.nonfinite_objective` where the objective is NaN or ±inf) returns
+    its last iterate, so one seed of a vmapped batch of fits does not stop the others, and
+    each seed's `result` is its own. A fit never returns a parameter outside its constraint
+    (`parameters.satisfies_constraints`): where the last iterate has one (a NaN coordinate),
+    the starting `params` are returned with the objective there and
+    `RESULTS.constraint_violated`. The code reports the optimisation, not the model: a GP
+    state built from the fitted parameters reports its own (`posterior.result`). A run-time
+    check inside `objective` still raises (`eqx.error_if`, e.g. `gp.condition` given non-finite data, or a
     noise variance held by a `Real` that a step makes negative). `Positive` and `Interval`
     parameters map every finite step to a valid value, so no step makes them fail such a
     check: on noise-free data a `Positive` noise variance ends tiny but valid (see `Positive`).
@@ -85,11 +90,14 @@ def maximize(
 
     solver = optx.BFGS(rtol=rtol, atol=atol)
     solution = optx.minimise(negative_log_density, solver, trainable, args, max_steps=max_steps, throw=False)
+    fitted = eqx.combine(solution.value, rest)
+    valid = satisfies_constraints(fitted)
     value = -scale * negative_log_density(solution.value, args)
     result = RESULTS.where(jnp.isfinite(value), RESULTS.promote(solution.result), RESULTS.nonfinite_objective)
+    start_value = -scale * negative_log_density(trainable, args)
     return MaximizeResult(
-        eqx.combine(solution.value, rest),
-        value,
-        result,
+        select_tree(valid, fitted, params),
+        jnp.where(valid, value, start_value),
+        RESULTS.where(valid, result, RESULTS.constraint_violated),
         jnp.asarray(solution.stats["num_steps"]),
     )

@@ -20,6 +20,7 @@ from ._validation import (
     common_dtype,
     raise_if,
     require_finite,
+    require_nonnegative,
     require_positive,
 )
 from .kernels import AbstractKernel
@@ -67,6 +68,8 @@ def make_observations(
     noise_variance: Float[ArrayLike, "*N"],
     mask: Bool[ArrayLike, " N"] | None = None,
     capacity: int | None = None,
+    *,
+    zero_noise_allowed: bool = False,
 ) -> Observations:
     """Validate the prior (`check_prior`) and the data, and place the data in a buffer of
     `capacity` rows (default: N).
@@ -74,7 +77,8 @@ def make_observations(
     The buffer's dtype is the widest floating dtype of `X`, `y` and the prior's parameters
     (`common_dtype`; integer data are promoted, complex data refused); `noise_variance` is
     cast to it. Raises `ValueError` for shape mismatches and an empty buffer; non-finite
-    `X`/`y` or non-positive noise raise at run time through `eqx.error_if`.
+    `X`/`y` or a noise variance that is not > 0 (not ≥ 0 with `zero_noise_allowed`, for a
+    state that can represent a noise-free GP) raise at run time through `eqx.error_if`.
     """
     check_prior(kernel, mean)
     X = check_inputs(X, "X")
@@ -96,7 +100,8 @@ def make_observations(
             raise ValueError(f"`mask` must have shape ({num_points},), got shape {mask.shape}.")
     X = require_finite(jnp.where(mask[:, None], X, 0.0), "X")
     y = require_finite(jnp.where(mask, y, 0.0), "y")
-    noise_variance = require_positive(jnp.where(mask, noise_variance, 1.0), "noise_variance")
+    require_noise = require_nonnegative if zero_noise_allowed else require_positive
+    noise_variance = require_noise(jnp.where(mask, noise_variance, 1.0), "noise_variance")
     if capacity is not None:
         if capacity < num_points:
             raise ValueError(f"`capacity` ({capacity}) is smaller than the number of rows of X ({num_points}).")
@@ -169,8 +174,11 @@ def append_observation(
     x: Float[ArrayLike, " D"],
     y: Float[ArrayLike, ""],
     noise_variance: Float[ArrayLike, ""],
+    *,
+    zero_noise_allowed: bool = False,
 ) -> tuple[Observations, Int[Array, ""]]:
-    """Write one observation into the next free slot; returns the buffer and the slot."""
+    """Write one observation into the next free slot; returns the buffer and the slot.
+    `noise_variance` must be > 0 (≥ 0 with `zero_noise_allowed`), as in `make_observations`."""
     dimension = observations.inputs.shape[1]
     dtype = observations.inputs.dtype
     x = require_finite(check_point(x, "x", dimension).astype(dtype), "x")
@@ -179,7 +187,7 @@ def append_observation(
     if y.shape != () or noise_variance.shape != ():
         raise ValueError(f"`y` and `noise_variance` must be scalars, got shapes {y.shape} and {noise_variance.shape}.")
     y = require_finite(y, "y")
-    noise_variance = require_positive(noise_variance, "noise_variance")
+    noise_variance = (require_nonnegative if zero_noise_allowed else require_positive)(noise_variance, "noise_variance")
     slot = require_free_slot(next_slot(observations.mask), observations.capacity, "observation")
     updated = Observations(
         observations.inputs.at[slot].set(x),

@@ -1,7 +1,7 @@
 """Argument checks shared by the public functions.
 
 Shape mistakes raise `ValueError` at trace time naming the argument and the shapes;
-value mistakes (non-finite data, non-positive noise) go through `eqx.error_if` (as
+value mistakes (non-finite data, negative noise) go through `eqx.error_if` (as
 `_errors.error_if`, which prefixes the name of the public function called), which works
 inside `jit` and names the offending batch element under `vmap`.
 """
@@ -116,6 +116,12 @@ def require_positive(array: Array, name: str) -> Array:
     """`array`, with a runtime error unless every entry is finite and > 0."""
     bad = ~jnp.all(jnp.isfinite(array) & (array > 0))
     return error_if(array, bad, f"`{name}` must be finite and strictly positive.")
+
+
+def require_nonnegative(array: Array, name: str) -> Array:
+    """`array`, with a runtime error unless every entry is finite and ≥ 0."""
+    bad = ~jnp.all(jnp.isfinite(array) & (array >= 0))
+    return error_if(array, bad, f"`{name}` must be finite and ≥ 0.")
 
 
 def check_box(lower: Float[ArrayLike, " D"], upper: Float[ArrayLike, " D"]) -> tuple[Array, Array]:

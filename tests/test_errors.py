@@ -10,7 +10,8 @@ import gpcompose
 from gpcompose import gp, kernels, means, sparse
 from gpcompose.parameters import Real
 
-NOISE_MESSAGE = "`noise_variance` must be finite and strictly positive"
+NOISE_MESSAGE = "`noise_variance` must be finite and ≥ 0"  # an exact GP takes noise 0 (noise-free)
+SPARSE_NOISE_MESSAGE = "`noise_variance` must be finite and strictly positive"
 
 
 def test_results_items_print_their_name_or_message():
@@ -32,7 +33,7 @@ def test_value_errors_name_the_public_function_called_eagerly():
     kernel, mean, X, y = _problem()
     with pytest.raises(eqx.EquinoxRuntimeError, match=f"gp.condition: {NOISE_MESSAGE}"):
         gp.condition(kernel, mean, X, y, -1.0)
-    with pytest.raises(eqx.EquinoxRuntimeError, match=f"sparse.condition: {NOISE_MESSAGE}"):
+    with pytest.raises(eqx.EquinoxRuntimeError, match=f"sparse.condition: {SPARSE_NOISE_MESSAGE}"):
         sparse.condition(kernel, mean, X, y, -1.0, X[:2])
     with pytest.raises(eqx.EquinoxRuntimeError, match="gp.update: The observation buffer is full"):
         gp.update(gp.condition(kernel, mean, X, y, 1e-3), X[0], 0.0, 1e-3)

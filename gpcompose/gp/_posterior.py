@@ -11,6 +11,22 @@ from ..kernels import AbstractKernel
 from ..means import AbstractMean
 from ..parameters import AbstractParameter, value_of
 
+FIT_CHANGE_LEVEL = 1.0
+"""The change, in nats, of the log marginal likelihood's data-fit term that the jitter of
+the factorisation may cause before `ExactPosterior.result` reports
+`RESULTS.jitter_changed_fit`.
+
+With A = K + D, r = y − m(X) and the jitter j of the factor, the data-fit term uses
+Q(j) = rᵀ(A + jI)⁻¹r = Σᵢ cᵢ²/(λᵢ + j) (λᵢ, cᵢ: the eigenvalues of A and r's coordinates in
+its eigenvectors), which is convex and decreasing in j. Its tangent at j therefore bounds
+the change from the model asked for (j = 0) from below: Q(0) − Q(j) ≥ −j Q′(j) = j‖w‖², w =
+(A + jI)⁻¹r the posterior's `weights`. The reported −½Q(j) thus exceeds the model's by at
+least ½ j‖w‖², and by an unbounded amount when r has a component along a null direction of
+A (duplicate inputs with different targets and noise variance 0). A change above 1 nat (a
+likelihood ratio of e) alters model comparison and ML-II. The jitter policy alone cannot tell
+this case from a harmless one: duplicate inputs with equal targets need the same jitter but
+leave r orthogonal to the null direction, ½ j‖w‖² ≈ 0 and the posterior `successful`."""
+
 
 class ExactPosterior(AbstractGaussianPosterior):
     """A GP conditioned on Gaussian observations, with its factorisation cached.
@@ -29,9 +45,19 @@ class ExactPosterior(AbstractGaussianPosterior):
 
     @property
     def result(self) -> RESULTS:
-        """`RESULTS.successful`, or `RESULTS.cholesky_failed` when the factorisation of K + D failed
-        even at the largest jitter (the state then holds finite placeholders)."""
-        return self.factor.result
+        """The outcome, first match in this order: the factor's code when it is not
+        `successful` (`RESULTS.cholesky_failed`: finite placeholders; `RESULTS.update_failed`;
+        `RESULTS.jitter_above_level`: a jitter above `JITTER_LEVEL`); `RESULTS.jitter_changed_fit`
+        when the jitter changed the data-fit term of the log marginal likelihood by more than
+        `FIT_CHANGE_LEVEL` (1 nat, bounded below by ½ jitter ‖weights‖²); `RESULTS.zero_noise_variance`
+        when a used row has noise variance 0; otherwise `RESULTS.successful`. Computed from
+        the state (O(C)), so it holds after `update` and `with_capacity` too, and, on a
+        `vmap`ped batch of states, per member."""
+        fit_change = 0.5 * self.factor.jitter * jnp.sum(self.weights**2, axis=-1)
+        zero_noise = jnp.any(self.observations.mask & (self.observations.noise_variance == 0), axis=-1)
+        result = RESULTS.where(zero_noise, RESULTS.zero_noise_variance, RESULTS.successful)
+        result = RESULTS.where(fit_change > FIT_CHANGE_LEVEL, RESULTS.jitter_changed_fit, result)
+        return RESULTS.where(self.factor.result == RESULTS.successful, result, self.factor.result)
 
     # The methods of `AbstractPosterior` are the module's functions (`gp.predict`, …),
     # imported on call: those modules import this one.
@@ -103,14 +129,21 @@ def condition(
 
     - `kernel`, `mean`: the prior.
     - `X`: inputs `(N, D)`; `y`: targets `(N,)`.
-    - `noise_variance`: σ², a scalar, one value per row, or a parameter (for fitting).
+    - `noise_variance`: σ² ≥ 0, a scalar, one value per row, or a parameter (for fitting).
+      0 is a noise-free (interpolating) GP: it is conditioned as any other, and its `result`
+      says `RESULTS.zero_noise_variance` (one member of a `vmap`ped batch does not stop the
+      others). A negative or non-finite value raises at run time (`eqx.error_if`); under
+      `vmap` that stops the whole batch, and the message cannot name the member.
     - `mask`: optional boolean `(N,)`; rows marked False are ignored.
     - `capacity`: total number of rows to allocate (≥ N) so that `update` can append
       observations without changing shapes.
 
-    **Returns:** an `ExactPosterior`; check `posterior.result` for a failed factorisation.
+    **Returns:** an `ExactPosterior`; check `posterior.result` for a failed factorisation,
+    a material jitter or a zero noise variance.
     """
-    observations = make_observations(kernel, mean, X, y, value_of(noise_variance), mask, capacity)
+    observations = make_observations(
+        kernel, mean, X, y, value_of(noise_variance), mask, capacity, zero_noise_allowed=True
+    )
     factor = cholesky(noisy_gram(kernel, observations))
     weights = cholesky_solve(factor.lower, centred_targets(mean, observations))
     return ExactPosterior(kernel, mean, observations, factor, weights)

@@ -19,10 +19,11 @@ def update(
 
     The new row of chol(K + D) is [L⁻¹k(X, x), √(k(x, x) + σ² − ‖L⁻¹k(X, x)‖²)], O(C²)
     instead of the O(C³) refactorisation; the buffer needs a free slot (see `capacity`
-    in `condition`). Hyperparameters are unchanged. If the extension loses positive
-    definiteness the result becomes `RESULTS.update_failed`.
+    in `condition`). Hyperparameters are unchanged. `noise_variance` ≥ 0, as in `condition`.
+    If the extension loses positive definiteness the result becomes `RESULTS.update_failed`;
+    the other codes of `ExactPosterior.result` are recomputed for the extended state.
     """
-    observations, slot = append_observation(posterior.observations, x, y, noise_variance)
+    observations, slot = append_observation(posterior.observations, x, y, noise_variance, zero_noise_allowed=True)
     cross = posterior.kernel.cross(observations.inputs, observations.inputs[slot][None])[:, 0]
     column = jnp.where(posterior.observations.mask, cross, 0.0)
     column = column.at[slot].set(cross[slot] + observations.noise_variance[slot] + posterior.factor.jitter)

@@ -35,6 +35,9 @@ from ._tree import (
     positive_converter as positive_converter,
 )
 from ._tree import (
+    satisfies_constraints as satisfies_constraints,
+)
+from ._tree import (
     trainable_spec as trainable_spec,
 )
 from ._tree import (

@@ -1,6 +1,6 @@
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from ..priors import AbstractPrior
 from ._parameter import AbstractParameter, _as_float_array, _spec
@@ -58,6 +58,12 @@ class Interval(AbstractParameter):
         inside_lower = self.lower + jnp.maximum(jnp.abs(self.lower) * info.eps, info.tiny)
         inside_upper = self.upper - jnp.maximum(jnp.abs(self.upper) * info.eps, info.tiny)
         return jnp.clip(value, inside_lower, inside_upper)
+
+    def satisfies_constraint(self) -> Bool[Array, ""]:
+        """Whether every element of `value` lies strictly inside (`lower`, `upper`) (true for
+        every finite u; false for a NaN u)."""
+        value = self.value
+        return jnp.all((value > self.lower) & (value < self.upper))
 
     def inverse(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
         """u = logit((value − lower)/(upper − lower)) (±∞ at the bounds)."""

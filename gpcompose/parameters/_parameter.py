@@ -3,7 +3,7 @@ import abc
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from ..priors import AbstractPrior
 
@@ -33,6 +33,11 @@ class AbstractParameter(eqx.Module):
     @abc.abstractmethod
     def trainable_spec(self) -> "AbstractParameter":
         """A copy of `self` with `True` at trainable leaves and `False` elsewhere."""
+
+    def satisfies_constraint(self) -> Bool[Array, ""]:
+        """Whether every element of `value` is finite (a subclass with a constraint checks it
+        too), so that a model can use it."""
+        return jnp.all(jnp.isfinite(self.value))
 
     def log_prior(self) -> Float[Array, ""]:
         """Log prior density of the unconstrained coordinate (0 when there is no prior)."""

@@ -4,7 +4,7 @@ from typing import Literal
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from ..priors import AbstractPrior
 from ._parameter import AbstractParameter, _as_float_array, _spec
@@ -32,10 +32,11 @@ class Positive(AbstractParameter):
 
     Every finite u gives a finite value above `minimum`, also in floating point [ours]. In
     float64 softplus(u) and eᵘ are 0 for u below about −745 (−104 in float32), where the
-    formula would return `minimum` itself (a noise variance of 0, which `gp.condition`
-    rejects): the value is raised to `lowest_above(minimum)` = minimum·(1 + ε) + tiny (ε, tiny:
-    the dtype's machine epsilon and smallest normal number; 2.2·10⁻³⁰⁸ for minimum 0 in
-    float64). For `"exp"`, u is capped at log(largest float) − 1, above which eᵘ overflows.
+    formula would return `minimum` itself (a noise variance of 0, which `sparse.condition`
+    rejects and `gp.condition` flags as a noise-free model, and a lengthscale of 0): the
+    value is raised to `lowest_above(minimum)` = minimum·(1 + ε) + tiny (ε, tiny: the dtype's
+    machine epsilon and smallest normal number; 2.2·10⁻³⁰⁸ for minimum 0 in float64). For
+    `"exp"`, u is capped at log(largest float) − 1, above which eᵘ overflows.
     Values between these two limits are unchanged, and the gradient beyond them is zero, so
     an optimiser step that overshoots (BFGS on the log marginal likelihood of noise-free data
     drives the noise's u towards −∞) evaluates a valid parameter instead of raising. This
@@ -81,6 +82,12 @@ class Positive(AbstractParameter):
         else:
             shifted = jax.nn.softplus(u)
         return jnp.maximum(self.minimum + shifted, lowest_above(self.minimum, u.dtype))
+
+    def satisfies_constraint(self) -> Bool[Array, ""]:
+        """Whether every element of `value` is finite and > `minimum` (true for every finite u;
+        false for a NaN or infinite u)."""
+        value = self.value
+        return jnp.all(jnp.isfinite(value) & (value > self.minimum))
 
     def inverse(self, value: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
         """The unconstrained coordinate u = T⁻¹(value): log(value − minimum) for `"exp"`,

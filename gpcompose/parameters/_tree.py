@@ -7,7 +7,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
-from jaxtyping import Array, ArrayLike, Float, PyTree
+from jaxtyping import Array, ArrayLike, Bool, Float, PyTree
 
 from ._parameter import AbstractParameter
 from ._positive import Positive
@@ -61,6 +61,13 @@ def log_prior(tree: PyTree) -> Float[Array, ""]:
     if not nodes:
         return jnp.zeros(())
     return sum(node.log_prior() for node in nodes)
+
+
+def satisfies_constraints(tree: PyTree) -> Bool[Array, ""]:
+    """Whether every parameter of `tree` `satisfies_constraint` (True for a tree without
+    parameters): a fit that would return a parameter outside its constraint checks this."""
+    nodes = [n for n in jax.tree_util.tree_leaves(tree, is_leaf=is_parameter) if is_parameter(n)]
+    return jnp.all(jnp.asarray([node.satisfies_constraint() for node in nodes], dtype=bool))
 
 
 def trainable_spec(tree: PyTree) -> PyTree[bool]:

@@ -198,7 +198,7 @@ def condition(
     inner = jnp.eye(Z.shape[0], dtype=Z.dtype) + scaled @ scaled.T
     inner_factor = cholesky(inner)
     projected_residual = whitened_cross @ (precision * centred_targets(mean, observations))
-    result = RESULTS.where(inner_factor.succeeded, inducing_factor.result, inner_factor.result)
+    result = RESULTS.where(inner_factor.result == RESULTS.successful, inducing_factor.result, inner_factor.result)
     return SparsePosterior(
         kernel,
         mean,
