@@ -12,8 +12,11 @@ from gpcompose.active_learning import (
     AbstractActiveLearner,
     Checkpoint,
     Evaluations,
+    censor_failures,
+    failure_value,
     load_checkpoint,
     read_checkpoint_header,
+    repeats_failure,
     require_single_run,
     run_black_box,
     run_traceable,
@@ -99,6 +102,37 @@ def test_buffer_counts_and_full_error():
         ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
     with pytest.raises(ValueError, match="budget"):
         Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.ones(2, bool), budget=2.5)
+
+
+def test_censoring_fits_a_failure_at_the_lowest_fitted_value():
+    """ỹ = min over the fitted rows; each failed row takes it and joins the mask; free rows and
+    rows that are neither stay out; without a fitted row nothing is censored."""
+    values = jnp.array([3.0, -1.0, 0.0, 7.0, 0.0, 0.0])
+    fitted = jnp.array([True, True, False, False, False, False])  # row 3: trimmed away
+    failed = jnp.array([False, False, True, False, True, False])
+    censored, mask = censor_failures(values, fitted, failed)
+    np.testing.assert_array_equal(censored, [3.0, -1.0, -1.0, 7.0, -1.0, 0.0])
+    np.testing.assert_array_equal(mask, [True, True, True, False, True, False])
+    assert float(failure_value(values, fitted)) == -1.0
+    nothing = jnp.zeros(6, bool)
+    censored, mask = censor_failures(values, nothing, failed)
+    np.testing.assert_array_equal(censored, values)
+    np.testing.assert_array_equal(mask, nothing)
+
+
+def test_a_failed_row_keeps_its_input_and_a_repeat_of_it_is_detected():
+    evaluations = Evaluations.start(jnp.zeros((1, 2)), jnp.zeros(1), jnp.ones(1), jnp.ones(1, bool), 3)
+    evaluations = evaluations.record(
+        jnp.array([0.5, -0.25]), jnp.asarray(jnp.nan), jnp.asarray(0.1), jnp.asarray(False)
+    )
+    evaluations = evaluations.record(jnp.array([jnp.inf, 1.0]), jnp.asarray(2.0), jnp.asarray(0.1), jnp.asarray(False))
+    np.testing.assert_array_equal(evaluations.inputs[1], [0.5, -0.25])
+    np.testing.assert_array_equal(evaluations.values[1:3], [0.0, 0.0])  # placeholders
+    np.testing.assert_array_equal(evaluations.censored, [False, True, False, False])  # an infinite input tells nothing
+    assert float(evaluations.noise_variance[2]) == np.inf
+    assert bool(repeats_failure(jnp.array([0.5, -0.25]), evaluations.inputs, evaluations.censored))
+    assert not bool(repeats_failure(jnp.array([0.5, -0.2499]), evaluations.inputs, evaluations.censored))
+    assert not bool(repeats_failure(jnp.zeros(2), evaluations.inputs, evaluations.censored))  # a successful row
 
 
 def test_update_key_depends_on_the_initial_evaluations_and_the_count_only():

@@ -12,6 +12,7 @@ import pytest
 import gpcompose
 from gpcompose import bo, bounded
 from gpcompose.active_learning import Checkpoint, load_checkpoint, save_checkpoint
+from gpcompose.bo import _propose as bo_propose
 from gpcompose.problems import optimization_functions
 
 BRANIN = optimization_functions()["branin"]
@@ -178,10 +179,35 @@ def test_failed_evaluations_are_recorded_and_counted():
     assert [bool(p.ask_info.design) for p in seen] == [True, True, True, False, False, False, False, False]
     assert all(np.isfinite(float(p.ask_info.value)) for p in seen[3:])
     failed = ~np.asarray(evaluations.succeeded)
-    assert np.all(np.asarray(evaluations.values)[failed] == 0.0) and np.all(np.asarray(evaluations.inputs)[failed] == 0)
+    # a failed row keeps its input (in the unit cube), fitted as censored; its value is a placeholder
+    asked = np.stack([np.asarray(p.x) for p in seen])[failed]
+    np.testing.assert_allclose(
+        np.asarray(jax.vmap(state.scale_from_unit)(evaluations.inputs[failed])), asked, rtol=1e-12
+    )
+    assert np.all(np.asarray(evaluations.values)[failed] == 0.0) and np.all(np.asarray(evaluations.censored) == failed)
     found = SMALL_EI.result(final)
     assert found.num_failed == 4 and found.X.shape == (4, 2)
     assert np.all(np.isfinite(found.X)) and np.all(np.isfinite(found.y)) and np.isfinite(float(found.y_best))
+
+
+def test_a_failed_point_is_fitted_low_and_never_asked_again():
+    """The point EI asks fails (NaN): with the same key, the next ask moves away from it,
+    and the surrogate fitted for that ask (the failure censored at the lowest standardised
+    value, `active_learning.censor_failures`) predicts at most that value there."""
+    X = BRANIN_LOWER + (BRANIN_UPPER - BRANIN_LOWER) * np.asarray(jax.random.uniform(jax.random.key(3), (6, 2)))
+    y = np.asarray(jax.vmap(negative_branin)(jnp.asarray(X)))
+    state = SMALL_EI.init(X, y, BRANIN_LOWER, BRANIN_UPPER, budget=2)  # capacity 8, as above
+    key = jax.random.key(5)
+    x, _ = SMALL_EI.ask(state, key)
+    failed, info = SMALL_EI.tell(state, x, float("nan"))
+    assert not bool(info.succeeded) and bool(failed.evaluations.censored[6])
+    again, _ = SMALL_EI.ask(failed, key)
+    assert np.max(np.abs(np.asarray(again) - np.asarray(x))) > 1e-3
+    lowest = float(np.min((y - np.mean(y)) / np.std(y)))
+    before, after = (bo_propose.proposal_context(SMALL_EI, s)[0].surrogate for s in (state, failed))
+    unit_x = state.scale_to_unit(x)[None]
+    mean_before, mean_after = float(before.predict(unit_x)[0][0]), float(after.predict(unit_x)[0][0])
+    assert mean_after <= lowest + 0.2 and mean_after < mean_before - 0.5
 
 
 def test_interrupt_and_resume_from_checkpoint_is_bit_for_bit(tmp_path):

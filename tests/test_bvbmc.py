@@ -221,8 +221,15 @@ def test_failed_evaluations_are_recorded_and_the_run_goes_on():
     failed, info = LEARNER.tell(state, x, jnp.nan)
     assert not bool(info.succeeded) and bool(info.updated)
     assert int(failed.evaluations.num_evaluations) == 1 and not bool(failed.evaluations.succeeded[NUM_INITIAL])
-    assert int(failed.boosting.surrogate.observations.num_used) == NUM_INITIAL
-    assert LEARNER.result(failed).num_failed == 1
+    # the failure joins the GP as a censored observation at the lowest successful value
+    assert int(failed.boosting.surrogate.observations.num_used) == NUM_INITIAL + 1
+    assert bool(failed.evaluations.censored[NUM_INITIAL]) and LEARNER.result(failed).num_failed == 1
+    lowest = float(jnp.min(state.evaluations.values[:NUM_INITIAL]))
+    mean_before = float(gp.predict(state.boosting.surrogate, x[None])[0][0])
+    mean_after = float(gp.predict(failed.boosting.surrogate, x[None])[0][0])
+    assert lowest < mean_after < mean_before - 1.0  # pulled down, softly: the shaped noise
+    again, _ = LEARNER.ask(failed, jax.random.key(7))
+    assert float(jnp.max(jnp.abs(again - x))) > 1e-3  # the same key no longer asks the failed point
     calls = []
 
     def flaky(x):
@@ -302,7 +309,7 @@ def test_black_box_run_records_every_failure_and_goes_on():
     assert [bool(progress.tell_info.succeeded) for progress in seen] == [False, True, False, False, True, False]
     assert all(bool(progress.tell_info.updated) for progress in seen) and int(final.boosting.num_steps) == BUDGET
     assert all(isinstance(progress.tell_info.update, boosting.BoostingInfo) for progress in seen)
-    assert int(final.boosting.surrogate.observations.num_used) == NUM_INITIAL + 2
+    assert int(final.boosting.surrogate.observations.num_used) == NUM_INITIAL + BUDGET  # failures censored
     result = LEARNER.result(final)
     assert result.num_failed == 4 and result.X.shape == (NUM_INITIAL + 2, 2)
     assert np.isfinite(float(result.elbo)) and np.isfinite(float(result.elbo_sd))

@@ -235,6 +235,32 @@ def test_a_target_that_raises_or_returns_nan_or_infinities_is_recorded_as_failed
     assert np.all(np.isfinite(np.asarray(result.posterior.mean())))
 
 
+def test_a_failed_point_is_fitted_low_and_never_asked_again(small_state):
+    """The point `ask` returns fails (NaN): its row keeps the input (in w) as a censored
+    observation at the lowest value the fit keeps (`_training.training_rows`), the rank-1
+    update pulls the surrogate down there, and the same key no longer asks it."""
+    key = jax.random.key(5)
+    x, _ = SMALL.ask(small_state, key)
+    failed, info = SMALL.tell(small_state, x, float("nan"))
+    evaluations = failed.evaluations
+    w = small_state.transform.to_unbounded(x)
+    assert not bool(info.succeeded) and bool(evaluations.censored[NUM_INITIAL])
+    np.testing.assert_allclose(np.asarray(evaluations.inputs[NUM_INITIAL]), np.asarray(w), rtol=1e-12)
+    keep, values, _ = _training.training_rows(
+        (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded),
+        SMALL,
+        evaluations.num_initial,
+        evaluations.censored,
+    )
+    lowest = float(jnp.min(jnp.where(keep & evaluations.succeeded, values, jnp.inf)))
+    assert bool(keep[NUM_INITIAL]) and float(values[NUM_INITIAL]) == pytest.approx(lowest, rel=1e-12)
+    mean_before = float(sparse.predict(small_state.surrogate, w[None])[0][0])
+    mean_after = float(sparse.predict(failed.surrogate, w[None])[0][0])
+    assert mean_after < mean_before - 1.0
+    again, _ = SMALL.ask(failed, key)
+    assert float(jnp.max(jnp.abs(again - x))) > 1e-3
+
+
 def test_a_failed_evaluation_of_a_noisy_target_is_recorded_as_failed(small_state):
     """`run_black_box` tells a failed call of a noisy target with `noise_sd` None: it is
     stored as failed, and a successful noisy evaluation with its sd² as σ²_obs."""

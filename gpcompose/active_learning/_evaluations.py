@@ -14,7 +14,10 @@ class Evaluations(eqx.Module):
     afterwards takes the next row, a failed one included (`succeeded` False), so that no
     evaluation is ever lost and `ask`/`tell` compile once for the whole run. The capacity is
     `num_initial + budget`. `inputs` and `values` are in the learner's own space (e.g. an
-    unbounded or unit-cube space); a failed row holds placeholder values that no fit uses.
+    unbounded or unit-cube space). A failed row keeps its input and the learner's noise
+    variance, with a placeholder value (0): the fits use it as a censored observation at their
+    lowest successful value (`censored`, `censor_failures`). Only a failed row whose input is
+    not finite holds a placeholder input (0) and noise variance +inf: no information.
     """
 
     inputs: Float[Array, "C D"]
@@ -38,13 +41,15 @@ class Evaluations(eqx.Module):
         budget: int,
     ) -> "Evaluations":
         """A buffer of `N + budget` rows holding the initial evaluations (`usable` marks
-        those that may be fitted) and `budget` free rows."""
+        the successful ones; the others are failed rows, censored where their input is
+        finite, as in `record`) and `budget` free rows."""
         num_initial = X.shape[0]
         usable = jnp.asarray(usable, bool)
+        located = jnp.all(jnp.isfinite(X), axis=-1)
         given = cls(
-            inputs=jnp.where(usable[:, None], X, 0.0),
+            inputs=jnp.where(located[:, None], X, 0.0),
             values=jnp.where(usable, y, 0.0),
-            noise_variance=jnp.where(usable, noise_variance, 1.0),
+            noise_variance=jnp.where(located, noise_variance, jnp.inf),
             evaluated=jnp.ones((num_initial,), bool),
             succeeded=usable,
             num_initial=num_initial,
@@ -76,6 +81,12 @@ class Evaluations(eqx.Module):
         """How many evaluations told since `init` failed (NaN, ±inf, or the target raised)."""
         told = jnp.arange(self.capacity) >= self.num_initial
         return jnp.sum(self.evaluated & ~self.succeeded & told, axis=-1, dtype=jnp.int32)
+
+    @property
+    def censored(self) -> Bool[Array, " C"]:
+        """The failed rows at a finite input, which the fits use as censored observations
+        (`censor_failures`): evaluated, not succeeded, with a finite noise variance."""
+        return self.evaluated & ~self.succeeded & jnp.isfinite(self.noise_variance)
 
     @property
     def finished(self) -> Bool[Array, ""]:
@@ -113,15 +124,17 @@ class Evaluations(eqx.Module):
         noise_variance: Float[Array, ""],
         succeeded: Bool[Array, ""],
     ) -> "Evaluations":
-        """The buffer with one more evaluation in the next free row. `x`, `value` and
-        `noise_variance` must already be placeholders where `succeeded` is False; a full
-        buffer raises at run time."""
+        """The buffer with one more evaluation in the next free row; a full buffer raises at
+        run time. A failed evaluation (`succeeded` False) keeps `x` and `noise_variance` (a
+        finite one: the noise of its censored observation) and stores 0 for `value`; where `x`
+        is not finite, its row holds 0 for `x` and +inf for `noise_variance` (see the class)."""
         slot = self.num_initial + self.num_evaluations
         slot = eqx.error_if(slot, slot >= self.capacity, "tell: the evaluation budget is exhausted.")
+        located = jnp.all(jnp.isfinite(x))
         return Evaluations(
-            self.inputs.at[slot].set(x),
-            self.values.at[slot].set(value),
-            self.noise_variance.at[slot].set(noise_variance),
+            self.inputs.at[slot].set(jnp.where(located, x, 0.0)),
+            self.values.at[slot].set(jnp.where(succeeded, value, 0.0)),
+            self.noise_variance.at[slot].set(jnp.where(located, noise_variance, jnp.inf)),
             self.evaluated.at[slot].set(True),
             self.succeeded.at[slot].set(succeeded),
             self.num_initial,

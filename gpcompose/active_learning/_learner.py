@@ -42,8 +42,10 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
     - `init(X, y, ...) -> state` from the evaluations made so far (possibly none);
     - `ask(state, key) -> (x, info)`: the next point to evaluate;
     - `tell(state, x, y, noise_sd=None) -> (state, TellInfo)`: record the evaluation
-      y = f(x) — NaN or ±inf marks a failed evaluation, kept in the buffer but never fitted —
-      and, after every `round_size` evaluations, update the model;
+      y = f(x) — NaN or ±inf marks a failed evaluation, kept in the buffer with its input x
+      and fitted as a censored observation at the lowest successful value the model fits
+      (`censor_failures`), so that the learner does not ask there again — and, after every
+      `round_size` evaluations, update the model;
     - `result(state)`: the method's answer from a finished or unfinished run;
     - `with_budget(state, budget)`: the same run with another budget (to go on after it ends).
 

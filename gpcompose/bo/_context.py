@@ -18,8 +18,9 @@ class ProposalContext(eqx.Module):
     cube [0, 1]^D and in standardised output units (mean 0, sd 1 over the successful
     evaluations).
 
-    `inputs` holds every row of the evaluation buffer (failed and free rows are placeholders,
-    `succeeded` False). `surrogate` is None for an acquisition with `uses_surrogate` False;
+    `inputs` holds every row of the evaluation buffer (failed rows at their inputs, which the
+    surrogate fits as censored observations; free rows are placeholders; `succeeded` marks the
+    successful rows). `surrogate` is None for an acquisition with `uses_surrogate` False;
     `bounds` is None when neither f⁺ nor f⁻ was given; `best` is the largest successful
     standardised value.
     """

@@ -10,7 +10,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
 
 from .._jit import public_jit
 from .._validation import as_floating, check_box
-from ..active_learning import AbstractActiveLearner, Evaluations, require_single_run
+from ..active_learning import AbstractActiveLearner, Evaluations, repeats_failure, require_single_run
 from ._acquisitions import AbstractAcquisition, ExpectedImprovement
 from ._propose import propose
 from ._state import BOAskInfo, BOResult, BOState, BOUpdateInfo
@@ -41,6 +41,12 @@ def _check_bounds(f_plus, f_minus, eta_plus, eta_minus, dtype) -> tuple:
     return f_plus, f_minus, eta_plus, eta_minus
 
 
+def _clip_to_unit(u):
+    """`u` clipped to the unit cube, its non-finite coordinates left as they are (so that a
+    row at an infinite input is not stored on the cube's face)."""
+    return jnp.where(jnp.isfinite(u), jnp.clip(u, 0.0, 1.0), u)
+
+
 class BO(AbstractActiveLearner[BOState]):
     """Bayesian optimisation (maximisation) of an expensive function on a box, with
     approximate bounds f⁺ ≥ max f and f⁻ ≤ min f when they are known (Nguyen, Deisenroth &
@@ -49,7 +55,10 @@ class BO(AbstractActiveLearner[BOState]):
     Inputs are scaled to the unit cube and outputs standardised (Sec. 5). Until
     `initial_design_size` evaluations have succeeded, `ask` proposes uniform points; then it
     refits the surrogate (a GP, or the square-root GP f = c − ½h² for acquisitions that use f⁺)
-    by ML-II and returns the maximiser of the `acquisition`. `update` does nothing.
+    by ML-II and returns the maximiser of the `acquisition`. `update` does nothing. A failed
+    evaluation (the target raised, or returned NaN or ±inf) at x is fitted as an observation
+    at the lowest successful value, ỹ(x) = min_n y_n (a censored observation,
+    `active_learning.censor_failures`), so that the acquisition moves away from it.
 
     The default acquisition is expected improvement, which needs no bounds (Ax's default on
     BoTorch is of this kind too, log noisy expected improvement). Bounded entropy search, the
@@ -111,7 +120,8 @@ class BO(AbstractActiveLearner[BOState]):
         **Arguments:**
 
         - `X`, `y`: the evaluations made so far, y = f(X) (N may be 0); a non-finite value
-          marks a failed one, kept but never fitted. Inputs outside the box are clipped to it.
+          marks a failed one, kept and fitted as censored at the lowest successful value
+          (`active_learning.censor_failures`). Inputs outside the box are clipped to it.
         - `budget`: the number of evaluations the run makes after `init`, the initial design
           included.
         - `f_plus`, `f_minus`: approximate max and min of f (raw units); `eta_plus`,
@@ -140,14 +150,16 @@ class BO(AbstractActiveLearner[BOState]):
         self.acquisition.check_bounds(bounds[0] is not None, bounds[1] is not None)
         u = (X - lower[None, :]) / (upper - lower)[None, :]
         usable = jnp.isfinite(y) & jnp.all(jnp.isfinite(u), axis=1)
-        evaluations = Evaluations.start(jnp.clip(u, 0.0, 1.0), y, jnp.zeros_like(y), usable, budget)
+        evaluations = Evaluations.start(_clip_to_unit(u), y, jnp.zeros_like(y), usable, budget)
         return BOState(evaluations, lower, upper, *bounds)
 
     @public_jit()
     def ask(self, state: BOState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], BOAskInfo]:
         """The next point to evaluate (original space): uniform while fewer than the initial
         design size of evaluations succeeded, then the maximiser of the acquisition on the
-        surrogate refitted by ML-II (Alg. 2)."""
+        surrogate refitted by ML-II (Alg. 2), failed evaluations fitted as censored at the
+        lowest successful value. Should the search return a failed evaluation's input
+        (`active_learning.repeats_failure`), the uniform point is asked instead."""
         dtype = state.evaluations.values.dtype
         initial_key, model_key = jax.random.split(key)
         random_point = jax.random.uniform(initial_key, (state.dimension,), dtype)
@@ -160,6 +172,8 @@ class BO(AbstractActiveLearner[BOState]):
             jnp.zeros((), jnp.int32),
         )
         u, info = jax.lax.cond(design, lambda: (random_point, design_info), lambda: propose(self, state, model_key))
+        evaluations = state.evaluations
+        u = jnp.where(repeats_failure(u, evaluations.inputs, evaluations.censored), random_point, u)
         return state.scale_from_unit(u), info
 
     @public_jit()
@@ -170,7 +184,8 @@ class BO(AbstractActiveLearner[BOState]):
         y: Float[ArrayLike, ""],
         noise_sd: Float[ArrayLike, ""] | None = None,
     ) -> tuple[BOState, Bool[Array, ""]]:
-        """Store the evaluation y = f(x) (original space); a NaN/±inf `y` is stored as failed."""
+        """Store the evaluation y = f(x) (original space); a NaN/±inf `y` is stored as failed,
+        with its input, and fitted as censored at the lowest successful value (`ask`)."""
         if noise_sd is not None:
             raise ValueError(
                 "bo.BO does not model per-evaluation noise: `noise_sd` must be None "
@@ -182,12 +197,7 @@ class BO(AbstractActiveLearner[BOState]):
             raise ValueError(f"`x` must have shape ({state.dimension},) and `y` be a scalar, got {x.shape}, {y.shape}.")
         u = state.scale_to_unit(x)
         good = jnp.isfinite(y) & jnp.all(jnp.isfinite(u))
-        evaluations = state.evaluations.record(
-            jnp.where(good, jnp.clip(u, 0.0, 1.0), 0.0),
-            jnp.where(good, y, 0.0),
-            jnp.where(good, 0.0, 1.0).astype(dtype),
-            good,
-        )
+        evaluations = state.evaluations.record(_clip_to_unit(u), y, jnp.zeros((), dtype), good)
         return eqx.tree_at(lambda s: s.evaluations, state, evaluations), good
 
     def update(self, state: BOState, key: PRNGKeyArray) -> tuple[BOState, BOUpdateInfo]:

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._standardise import location_and_scale
-from ..active_learning import Evaluations
+from ..active_learning import Evaluations, censor_failures
 from ..bounded import Bounds
 from ._context import ProposalContext
 from ._state import BOAskInfo, BOState
@@ -50,7 +50,9 @@ def standardised_bounds(learner: "BO", state: BOState, location, scale) -> Bound
 def proposal_context(learner: "BO", state: BOState) -> tuple[ProposalContext, Int[Array, ""]]:
     """The `ProposalContext` of the learner's acquisition (with the surrogate refitted by
     ML-II to the standardised values, unless the acquisition uses none) and the number of
-    values that the square-root GP clamped at its offset."""
+    values that the square-root GP clamped at its offset. The standardisation is that of the
+    successful values; each failed evaluation at a finite input is fitted at the lowest of them,
+    ỹ = min_n (y_n − location)/scale (`active_learning.censor_failures`)."""
     evaluations = state.evaluations
     search = dict(
         num_candidates=learner.num_candidates, num_starts=learner.num_starts, search_steps=learner.search_steps
@@ -60,10 +62,11 @@ def proposal_context(learner: "BO", state: BOState) -> tuple[ProposalContext, In
         best = jnp.asarray(jnp.nan, inputs.dtype)
         return ProposalContext(inputs, succeeded, None, None, best, **search), jnp.zeros((), jnp.int32)
     location, scale = standardisation(evaluations)
-    y = jnp.where(succeeded, (evaluations.values - location) / scale, 0.0)
+    y, fitted = censor_failures((evaluations.values - location) / scale, succeeded, evaluations.censored)
+    y = jnp.where(fitted, y, 0.0)
     bounds = standardised_bounds(learner, state, location, scale)
     offset, centre = learner.acquisition.surrogate_offset(bounds)
-    surrogate = fit_surrogate(inputs, y, succeeded, offset, learner.fit_steps, centre)
+    surrogate = fit_surrogate(inputs, y, fitted, offset, learner.fit_steps, centre)
     best = jnp.max(jnp.where(succeeded, y, -jnp.inf))
     num_clamped = jnp.asarray(getattr(surrogate.posterior, "num_clamped", 0), jnp.int32)
     return ProposalContext(inputs, succeeded, surrogate, bounds, best, **search), num_clamped

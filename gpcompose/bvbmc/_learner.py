@@ -16,11 +16,20 @@ from .._jit import public_jit
 from .._observations import observed_box
 from .._validation import as_floating, check_key
 from ..acquisition import log_variance_regularizer, maximize_from_candidates
-from ..active_learning import AbstractActiveLearner, Evaluations, require_single_run, update_key
+from ..active_learning import (
+    AbstractActiveLearner,
+    Evaluations,
+    censor_failures,
+    failure_value,
+    repeats_failure,
+    require_single_run,
+    update_key,
+)
 from ..boosting import Boosting, BoostingInfo
 from ..kernels import AbstractKernel
 from ..mixtures import GaussianMixture
 from ..quadrature import elbo
+from ..svbmc import shaping_variance
 from ._acquisitions import AbstractLogBMCAcquisition, MomentMatchedLogTransform, Prospective
 from ._alternation import AbstractAlternation, RandomAlternation
 from ._prior_mean import AbstractPriorMean, ConstantPriorMean
@@ -74,8 +83,11 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
 
     `init` fits the surrogate and the first component; each `ask` maximises one of the
     `acquisitions`; each `tell` appends the evaluation to the GP (rank-1) and runs one
-    boosting step. The fields are the method's choices and constants; defaults are the
-    thesis's where it gives one, [ours] otherwise. Static fields recompile when changed.
+    boosting step. A failed evaluation (NaN, ±inf, or the target raised) at x is appended as
+    an observation at the lowest successful value, ỹ(x) = min_n y_n, a censored observation
+    (`active_learning.censor_failures`), so that q and the acquisitions move away from it.
+    The fields are the method's choices and constants; defaults are the thesis's where it
+    gives one, [ours] otherwise. Static fields recompile when changed.
     """
 
     # Mixture slots: the most components q can hold at once [ours].
@@ -218,6 +230,10 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         GP's training inputs. Without it, on heavy-tailed targets, points drawn from a widened
         mixture land ever farther out, each widens the box that bounds the boosted components,
         and the mixture can drift away from the target.
+
+        A failed evaluation's input is never asked again: the GP holds it at the lowest
+        successful value, and should the search still return it
+        (`active_learning.repeats_failure`), the first draw of q is asked instead.
         """
         choice_key, candidate_key = jax.random.split(key)
         index = self.acquisition_index(state, choice_key)
@@ -238,7 +254,10 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
             lower=lower,
             upper=upper,
         )
-        return search.x, BVBMCAskInfo(jnp.asarray(index, jnp.int32), search.value)
+        evaluations = state.evaluations
+        repeated = repeats_failure(search.x, evaluations.inputs, evaluations.censored)
+        x = jnp.where(repeated, candidates[0], search.x)
+        return x, BVBMCAskInfo(jnp.asarray(index, jnp.int32), search.value)
 
     @public_jit()
     def record(
@@ -248,8 +267,14 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         y: Float[ArrayLike, ""],
         noise_sd: Float[ArrayLike, ""] | None = None,
     ) -> tuple[BVBMCState, Bool[Array, ""]]:
-        """Store the evaluation y = log ḡ(x) (NaN/±inf marks a failed one, kept but never
-        fitted) and append it to the GP by a rank-1 Cholesky extension (Alg. 3 line 10).
+        """Store the evaluation y = log ḡ(x) and append it to the GP by a rank-1 Cholesky
+        extension (Alg. 3 line 10). NaN/±inf marks a failed evaluation: it is kept with its
+        input and appended as a censored observation at the lowest successful value,
+        ỹ = min_n y_n (`active_learning.censor_failures`), so that the surrogate is low there,
+        with the noise variance jitter + σ²_shape(y_max − ỹ) of noise shaping (Li, Clarté &
+        Acerbi 2023, eq. S17, θ = 10 D; `svbmc.shaping_variance`): an exact GP made to
+        interpolate a drop of many nats beside the mode overshoots elsewhere, and boosting
+        then fits the overshoot.
 
         BVBMC models exact evaluations: a `noise_sd` raises `ValueError`."""
         if noise_sd is not None:
@@ -258,17 +283,21 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
                 "(the GP's noise is the fixed `jitter`)."
             )
         x, y = _check_evaluation(state, x, y)
-        good = jnp.isfinite(y) & jnp.all(jnp.isfinite(x))
-        safe_x = jnp.where(good, x, 0.0)
-        safe_y = jnp.where(good, y, 0.0)
+        evaluations = state.evaluations
+        located = jnp.all(jnp.isfinite(x))
+        good = jnp.isfinite(y) & located
+        safe_x = jnp.where(located, x, 0.0)
+        value = jnp.where(good, y, failure_value(evaluations.values, evaluations.succeeded))
+        best = jnp.max(jnp.where(evaluations.succeeded, evaluations.values, -jnp.inf))
+        shaped = state.noise_variance + shaping_variance(best - value, 10.0 * x.shape[-1])
+        noise = jnp.where(good, state.noise_variance, shaped)
         surrogate = jax.lax.cond(
-            good,
-            lambda p: gp.update(p, safe_x, safe_y, state.noise_variance),
+            located,
+            lambda p: gp.update(p, safe_x, value, noise),
             lambda p: p,
             state.boosting.surrogate,
         )
-        noise = jnp.where(good, state.noise_variance, 1.0)
-        evaluations = state.evaluations.record(safe_x, safe_y, noise, good)
+        evaluations = evaluations.record(x, y, state.noise_variance, good)
         state = eqx.tree_at(lambda s: (s.evaluations, s.boosting.surrogate), state, (evaluations, surrogate))
         return state, good
 
@@ -339,12 +368,13 @@ def _initialise(learner: BVBMC, X, y, key, budget: int) -> BVBMCState:
 
 
 def refit_surrogate(learner: BVBMC, state: BVBMCState) -> gp.ExactPosterior:
-    """ML-II again on every successful evaluation (scaled with the initial shift/scale),
-    warm-started at the current kernel (the raw-units kernel is scale² · k, a `Product`
-    whose right factor is k); the prior mean is set again from all the data."""
+    """ML-II again on every evaluation (scaled with the initial shift/scale), failed ones
+    censored at the lowest successful value (`active_learning.censor_failures`), warm-started
+    at the current kernel (the raw-units kernel is scale² · k, a `Product` whose right factor
+    is k); the prior mean is set again from all the data."""
     evaluations = state.evaluations
-    mask = evaluations.succeeded
-    inputs, values = evaluations.inputs, evaluations.values
+    values, mask = censor_failures(evaluations.values, evaluations.succeeded, evaluations.censored)
+    inputs = evaluations.inputs
     scaled = jnp.where(mask, (values - state.shift) / state.scale, 0.0)
     kernel = state.boosting.surrogate.kernel.right
     prior = fit_prior(initial_prior(inputs, scaled, mask, kernel, learner), inputs, scaled, mask, learner)

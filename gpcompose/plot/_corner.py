@@ -76,6 +76,38 @@ def _pair_panel(axis, columns, limits, reference_columns, bins: int, color: str)
             axis.contour(*centers, reference, levels=reference_levels, colors="k", linewidths=0.9)
 
 
+def _checked_reference_and_labels(samples, reference_samples, labels):
+    """`reference_samples` as finite rows of an (R, D) array (or None) and the D labels
+    (default x₁, …, x_D), each checked against the D columns of `samples`."""
+    dimension = samples.shape[1]
+    reference = None
+    if reference_samples is not None:
+        reference = np.asarray(reference_samples)
+        if reference.ndim != 2 or reference.shape[1] != dimension:
+            raise ValueError(
+                f"`reference_samples` must have shape (num_samples, {dimension}) to match `posterior`, "
+                f"got shape {reference.shape}."
+            )
+        reference = reference[np.all(np.isfinite(reference), axis=1)]
+    if labels is None:
+        labels = [f"$x_{{{index + 1}}}$" for index in range(dimension)]
+    elif len(labels) != dimension:
+        raise ValueError(f"`labels` must hold {dimension} names, one per coordinate, got {len(labels)}.")
+    if samples.shape[0] < 2:
+        raise ValueError(f"`posterior` must give at least 2 finite samples, got {samples.shape[0]}.")
+    return reference, labels
+
+
+def _marginal_panel(axis, values, limits, reference_values, bins, color):
+    """A diagonal panel: the density histogram of one coordinate, and the reference's outline."""
+    edges = np.linspace(*limits, bins + 1)
+    axis.hist(values, bins=edges, density=True, histtype="stepfilled", color=color, alpha=0.4)
+    axis.hist(values, bins=edges, density=True, histtype="step", color=color)
+    if reference_values is not None:
+        axis.hist(reference_values, bins=edges, density=True, histtype="step", color="k")
+    axis.set_yticks([])
+
+
 def corner(
     posterior,
     *,
@@ -111,21 +143,7 @@ def corner(
     """
     samples = _as_samples(posterior, key, num_samples)
     dimension = samples.shape[1]
-    reference = None
-    if reference_samples is not None:
-        reference = np.asarray(reference_samples)
-        if reference.ndim != 2 or reference.shape[1] != dimension:
-            raise ValueError(
-                f"`reference_samples` must have shape (num_samples, {dimension}) to match `posterior`, "
-                f"got shape {reference.shape}."
-            )
-        reference = reference[np.all(np.isfinite(reference), axis=1)]
-    if labels is None:
-        labels = [f"$x_{{{index + 1}}}$" for index in range(dimension)]
-    elif len(labels) != dimension:
-        raise ValueError(f"`labels` must hold {dimension} names, one per coordinate, got {len(labels)}.")
-    if samples.shape[0] < 2:
-        raise ValueError(f"`posterior` must give at least 2 finite samples, got {samples.shape[0]}.")
+    reference, labels = _checked_reference_and_labels(samples, reference_samples, labels)
 
     sets = [samples] if reference is None else [samples, reference]
     limits = [_limits([values[:, index] for values in sets]) for index in range(dimension)]
@@ -139,12 +157,8 @@ def corner(
                 axis.set_axis_off()
                 continue
             if row == column:
-                edges = np.linspace(*limits[row], bins + 1)
-                axis.hist(samples[:, row], bins=edges, density=True, histtype="stepfilled", color=color, alpha=0.4)
-                axis.hist(samples[:, row], bins=edges, density=True, histtype="step", color=color)
-                if reference is not None:
-                    axis.hist(reference[:, row], bins=edges, density=True, histtype="step", color="k")
-                axis.set_yticks([])
+                reference_column = None if reference is None else reference[:, row]
+                _marginal_panel(axis, samples[:, row], limits[row], reference_column, bins, color)
             else:
                 reference_columns = None if reference is None else (reference[:, column], reference[:, row])
                 pair = (samples[:, column], samples[:, row])

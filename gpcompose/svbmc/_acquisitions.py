@@ -43,7 +43,8 @@ class IMIQR(AbstractSVBMCAcquisition):
     """−log E_q[sinh(α s⋆(w′; w))], a monotone transform of a₂, the integrated median
     interquantile range (Li et al. 2023, §3.4, eq. 2; Järvenpää et al. 2021), for noisy
     targets (`acquisition.log_expected_interquantile_range`). The look-ahead noise is the
-    median σ²_obs of the training rows (`learner.noiseless_variance` if there are none)."""
+    median σ²_obs of the successful training rows (`learner.noiseless_variance` if there are
+    none)."""
 
     # p_α, α = Φ⁻¹(p_α) (Li et al. 2023, §3.4: 0.75)
     quantile: float = eqx.field(static=True, default=0.75)
@@ -61,7 +62,8 @@ class IMIQR(AbstractSVBMCAcquisition):
     def objective(self, learner, state, keep, key):
         reference = state.posterior.sample(key, self.reference_samples)
         noise_variance = state.evaluations.noise_variance
-        typical_noise = jnp.median(jnp.where(keep, noise_variance, jnp.nan)[None], axis=1)[0]
+        observed = keep & state.evaluations.succeeded  # a censored failure's σ²_obs is not a measured one
+        typical_noise = jnp.median(jnp.where(observed, noise_variance, jnp.nan)[None], axis=1)[0]
         look_ahead_noise = jnp.where(jnp.isfinite(typical_noise), typical_noise, learner.noiseless_variance)
         return lambda w: (
             -log_expected_interquantile_range(state.surrogate, w, reference, look_ahead_noise, quantile=self.quantile)

@@ -102,6 +102,7 @@ def refit_from_starts(
     check_points: Float[Array, "Q D"],
     check_mask: Bool[Array, " Q"],
     ceiling: Float[Array, ""],
+    fit_mask: Bool[Array, " C"] | None = None,
 ) -> Refit:
     """Inducing points and SGPR MAP from the starts ξ_1, ξ_2, … in order:
 
@@ -122,7 +123,11 @@ def refit_from_starts(
     round, and each refit from them lengthens ℓ further. Fitting both starts and keeping the
     higher fitted bound would double the cost of a round, most of which is the SGPR fits.
     A vmapped program runs every fit (`lax.cond` under `vmap`), with the same choice.
+
+    The MAP of step 2 uses the rows of `fit_mask` (default `keep`): the successful rows,
+    without the censored failures (`_training.retrain`); Z and the posterior use `keep`.
     """
+    fit_mask = keep if fit_mask is None else fit_mask
 
     def candidate(start: Surrogate):
         """(unfitted posterior, its bound, fitted posterior, whether the fit peaked) of one start."""
@@ -131,7 +136,7 @@ def refit_from_starts(
         )
         Z, inducing_mask = start_posterior.inducing_inputs, start_posterior.inducing_mask
         fitted = fit_sparse(
-            start, inputs, log_densities, noise, keep, Z, inducing_mask, max_steps=options.sparse_fit_steps
+            start, inputs, log_densities, noise, fit_mask, Z, inducing_mask, max_steps=options.sparse_fit_steps
         )
         fitted_posterior = sparse.condition(
             fitted.kernel, fitted.mean, inputs, log_densities, noise, Z, mask=keep, inducing_mask=inducing_mask

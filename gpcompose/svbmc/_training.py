@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
-from ..active_learning import Evaluations
+from ..active_learning import Evaluations, censor_failures, failure_value
 from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximize_elbo
 from ._noise_shaping import shaping_variance, total_noise_variance
@@ -37,7 +37,7 @@ def censoring_level(state_like, options: "SVBMC") -> Float[Array, ""]:
 
 
 def training_rows(
-    state_like, options: "SVBMC", num_initial
+    state_like, options: "SVBMC", num_initial, failed: Bool[Array, " C"] | None = None
 ) -> tuple[Bool[Array, " C"], Float[Array, " C"], Float[Array, " C"]]:
     """Rows the surrogate is trained on, the values it sees there and their total noise
     variance σ²_obs + σ²_shape(y_max − y) with θ_σ = 10D (App. B.3).
@@ -51,7 +51,37 @@ def training_rows(
     The raised value says "at most y⋆ here" with the shaping noise of Δy = η, sd
     √(σ²_med + (λ_σ·10D)²) (θ_σ = 10D, η = 20D), while the true value, with shaping sd
     ≈ λ_σ Δy growing with its depth Δy, would barely move the surrogate.
+
+    The `failed` rows (failed evaluations at finite inputs, `Evaluations.censored`) are
+    trained on too, at the lowest value of the successful rows kept,
+    ỹ = min_{n kept} y_n (`active_learning.censor_failures`), with the shaping noise of
+    y_max − ỹ: the lowest value the fit keeps, which trimming and the censoring above hold
+    at or above the trimming level (ỹ ≥ y⋆ − βσ_obs, and ỹ = y⋆ once an active evaluation
+    has been censored there). A failure is thus read as "no higher than anything the
+    surrogate is trained on", never as a value below what the surrogate can represent.
     """
+    successful, values = _successful_training_rows(state_like, options, num_initial)
+    keep = successful
+    if failed is not None:
+        values, keep = censor_failures(values, successful, failed)
+    inputs, _, observation_variance, _ = state_like
+    noise = total_noise_variance(
+        values,
+        observation_variance,
+        keep,
+        options.shaping_threshold_per_dimension * inputs.shape[1],
+        minimum_variance=options.shaping_minimum_variance,
+        median_variance=options.shaping_median_variance,
+        slope=options.shaping_slope,
+    )
+    censored_noise = observation_variance + options.shaping_minimum_variance
+    return keep, values, jnp.where(keep & ~successful, censored_noise, noise)
+
+
+def _successful_training_rows(
+    state_like, options: "SVBMC", num_initial
+) -> tuple[Bool[Array, " C"], Float[Array, " C"]]:
+    """The successful rows of `training_rows`, trimmed and censored, and their values."""
     inputs, log_densities, observation_variance, succeeded = state_like
     dimension = inputs.shape[1]
     keep = trim_mask(
@@ -66,25 +96,21 @@ def training_rows(
         active = succeeded & (jnp.arange(inputs.shape[0], dtype=jnp.int32) >= jnp.asarray(num_initial, jnp.int32))
         values = jnp.where(active, jnp.maximum(log_densities, censoring_level(state_like, options)), log_densities)
         keep = keep | active
-    noise = total_noise_variance(
-        values,
-        observation_variance,
-        keep,
-        options.shaping_threshold_per_dimension * dimension,
-        minimum_variance=options.shaping_minimum_variance,
-        median_variance=options.shaping_median_variance,
-        slope=options.shaping_slope,
-    )
-    return keep, values, noise
+    return keep, values
 
 
-def new_point_value_and_noise(evaluations: Evaluations, options: "SVBMC", log_density, observation_variance):
+def new_point_value_and_noise(
+    evaluations: Evaluations, options: "SVBMC", log_density, observation_variance, succeeded=True
+):
     """(value, σ²_tot) of a new active-phase evaluation under the current training rows of
-    `evaluations`: the value censored at the trimming level as in `training_rows`, and
+    `evaluations`: the value censored at the trimming level as in `training_rows`, or for a
+    failed evaluation (`succeeded` False) the lowest value of the successful rows kept, and
     σ²_obs + σ²_shape(y_max − value)."""
+    rows = (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded)
     if options.censor_active_evaluations:
-        rows = (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded)
         log_density = jnp.maximum(log_density, censoring_level(rows, options))
+    kept, kept_values = _successful_training_rows(rows, options, evaluations.num_initial)
+    log_density = jnp.where(succeeded, log_density, failure_value(kept_values, kept))
     # The best successful row is never trimmed (its ucb ≥ y ≥ every lcb), so y_max over the
     # training rows is the maximum over the successful rows.
     y_max = jnp.maximum(jnp.max(jnp.where(evaluations.succeeded, evaluations.values, -jnp.inf)), log_density)
@@ -95,6 +121,7 @@ def new_point_value_and_noise(evaluations: Evaluations, options: "SVBMC", log_de
         median_variance=options.shaping_median_variance,
         slope=options.shaping_slope,
     )
+    shaping = jnp.where(succeeded, shaping, options.shaping_minimum_variance)
     return log_density, observation_variance + shaping
 
 
@@ -231,11 +258,19 @@ def _hyperparameter_starts(
 
 
 def _guarded_refit(
-    rows: _TrainingSet, starts, key, ceiling, options: "SVBMC", *, num_initial: int, previous: Previous | None
+    rows: _TrainingSet,
+    starts,
+    key,
+    ceiling,
+    options: "SVBMC",
+    *,
+    num_initial: int,
+    previous: Previous | None,
+    fit_mask: Bool[Array, " C"],
 ):
     """`refit_from_starts` with the refit guard's check points: the training inputs and
     draws (from fold_in(`key`, 1)) of the current mixture, or at initialisation of the
-    Gaussian of the highest points."""
+    Gaussian of the highest points. The hyperparameters are fitted to the `fit_mask` rows."""
     if previous is None:
         reference = _start_mixture(rows, rows.log_densities, options)
     else:
@@ -252,6 +287,7 @@ def _guarded_refit(
         check_points=jnp.concatenate([rows.inputs, draws]),
         check_mask=jnp.concatenate([rows.keep, jnp.ones((options.peak_check_samples,), bool)]),
         ceiling=ceiling,
+        fit_mask=fit_mask,
     )
 
 
@@ -414,8 +450,10 @@ def retrain(
     *,
     num_initial: int,
     previous: Previous | None,
+    failed: Bool[Array, " C"] | None = None,
 ):
-    """The full SVBMC training pass; `previous` is None at initialisation (build-up from
+    """The full SVBMC training pass on `training_rows` (with the `failed` rows censored);
+    `previous` is None at initialisation (build-up from
     one component) and the state's `Previous` in the active phase (warm-started mixture,
     one growth stage while K < K_max). The sparse GP comes from
     `refit_from_starts`: the refit from the subset MAP, or in the active phase, if its mean
@@ -437,7 +475,7 @@ def retrain(
     dimension = inputs.shape[1]
     subset_key, mixture_key, elbo_key = jax.random.split(key, 3)
     keep, log_densities, noise = training_rows(
-        (inputs, log_densities, observation_variance, succeeded), options, num_initial
+        (inputs, log_densities, observation_variance, succeeded), options, num_initial, failed
     )
     rows = _TrainingSet(inputs, log_densities, noise, keep)
     threshold = options.shaping_threshold_per_dimension * dimension
@@ -446,8 +484,15 @@ def retrain(
     ceiling = peak_ceiling(log_densities, keep, options, dimension)
     y_scale = _high_points_spread(log_densities, keep, y_max, threshold)
     high_points = (centre, width, y_max, y_scale)
-    starts = _hyperparameter_starts(rows, subset_key, options, high_points, num_initial=num_initial, previous=previous)
-    refit = _guarded_refit(rows, starts, key, ceiling, options, num_initial=num_initial, previous=previous)
+    # the hyperparameters are fitted to the successful rows only: a censored failure's value is
+    # imputed, not measured, and would otherwise set the lengthscales and scales
+    successful = _TrainingSet(inputs, log_densities, noise, keep & succeeded)
+    starts = _hyperparameter_starts(
+        successful, subset_key, options, high_points, num_initial=num_initial, previous=previous
+    )
+    refit = _guarded_refit(
+        rows, starts, key, ceiling, options, num_initial=num_initial, previous=previous, fit_mask=successful.keep
+    )
     # the components stay inside the high points' box [ours; VBMC: the training inputs' box,
     # which for a post-process set of optimiser runs reaches far past the posterior]
     component_box = (centre - 0.5 * width, centre + 0.5 * width)

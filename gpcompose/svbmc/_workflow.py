@@ -21,6 +21,7 @@ from ..active_learning import (
     Checkpoint,
     Evaluations,
     Progress,
+    repeats_failure,
     require_single_run,
     run_black_box,
 )
@@ -170,7 +171,10 @@ def _initialise(learner: "SVBMC", X, y, observation_variance, key, transform, bu
     count = jnp.maximum(jnp.sum(usable.astype(inputs.dtype)), 1.0)
     fill = jnp.sum(jnp.where(usable[:, None], inputs, 0.0), axis=0) / count
     inputs = jnp.where(usable[:, None], inputs, fill)
-    evaluations = Evaluations.start(inputs, log_densities, observation_variance, usable, budget)
+    # an initial row that fails is not censored (`init` drops it when it can): +inf noise marks it
+    evaluations = Evaluations.start(
+        inputs, log_densities, jnp.where(usable, observation_variance, jnp.inf), usable, budget
+    )
     padded = jnp.concatenate([inputs, jnp.zeros((budget, inputs.shape[1]), inputs.dtype)])
     evaluations = eqx.tree_at(lambda e: e.inputs, evaluations, padded)  # masked rows at `fill`, not 0
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
@@ -208,7 +212,7 @@ def _initialise(learner: "SVBMC", X, y, observation_variance, key, transform, bu
 
 def _training_rows(learner: "SVBMC", evaluations: Evaluations):
     rows = (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded)
-    return training_rows(rows, learner, evaluations.num_initial)
+    return training_rows(rows, learner, evaluations.num_initial, evaluations.censored)
 
 
 def _acquisition(
@@ -262,33 +266,36 @@ def _ask_unbounded(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray):
 
 
 def _record(learner: "SVBMC", state: SVBMCState, x, y, noise_sd) -> tuple[SVBMCState, Bool[Array, ""]]:
-    """Store one evaluation (failed ones too) and update the sparse GP by rank-1 steps:
+    """Store one evaluation and update the sparse GP by rank-1 steps:
     the point joins the inducing set (Li et al. 2023, App. C.5 case 1) while there is room,
     then the observation is appended (case 2). The point joins even where the inducing
     inputs nearly span it: the jitter ε keeps the new Cholesky pivot ≥ √ε, and only a new
     inducing input lowers the variance floor at the point (`sparse.reducible_variance`),
     without which a₁ can pick the same point again. A value below the trimming level enters
-    censored at that level (`_training.training_rows`)."""
+    censored at that level, and a failed evaluation (NaN, ±inf, or a bad `noise_sd`) at a
+    finite input at the lowest value the fit keeps, with σ²_obs = `noiseless_variance`
+    (`_training.training_rows`)."""
     evaluations = state.evaluations
     dtype = evaluations.values.dtype
     u = state.transform.to_unbounded(jnp.asarray(x, dtype))
     log_density = jnp.asarray(y, dtype) + state.transform.log_abs_det_jacobian(u)
     variance = learner.noiseless_variance if noise_sd is None else jnp.asarray(noise_sd, dtype) ** 2
     variance = jnp.asarray(variance, dtype)
-    good = jnp.isfinite(log_density) & jnp.all(jnp.isfinite(u)) & jnp.isfinite(variance) & (variance > 0)
-    safe_u = jnp.where(good, u, state.center)
+    located = jnp.all(jnp.isfinite(u))
+    good = jnp.isfinite(log_density) & located & jnp.isfinite(variance) & (variance > 0)
+    safe_u = jnp.where(located, u, state.center)
     safe_log_density = jnp.where(good, log_density, 0.0)
-    safe_variance = jnp.where(good, variance, 1.0)
+    safe_variance = jnp.where(good, variance, jnp.asarray(learner.noiseless_variance, dtype))
 
     def update(surrogate):
-        value, total = new_point_value_and_noise(evaluations, learner, safe_log_density, safe_variance)
+        value, total = new_point_value_and_noise(evaluations, learner, safe_log_density, safe_variance, good)
         add = ~jnp.all(surrogate.inducing_mask)
         # the cond skips the work in a single run; `where` keeps a vmapped run (both branches) from a full-buffer error
         surrogate = jax.lax.cond(add, lambda p: sparse.add_inducing_point(p, safe_u, where=add), lambda p: p, surrogate)
         return sparse.update(surrogate, safe_u, value, total)
 
-    surrogate = jax.lax.cond(good, update, lambda p: p, state.surrogate)
-    evaluations = evaluations.record(safe_u, safe_log_density, safe_variance, good)
+    surrogate = jax.lax.cond(located, update, lambda p: p, state.surrogate)
+    evaluations = evaluations.record(u, safe_log_density, safe_variance, good)
     return eqx.tree_at(lambda s: (s.evaluations, s.surrogate), state, (evaluations, surrogate)), good
 
 
@@ -305,6 +312,7 @@ def _retrain(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray) -> tuple[SV
         learner,
         num_initial=evaluations.num_initial,
         previous=previous,
+        failed=evaluations.censored,
     )
     history = record_round(state.history, fit.mixture, fit.elbo, fit.elbo_sd, evaluations.num_evaluations)
     state = eqx.tree_at(
@@ -350,6 +358,12 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
     changing one recompiles. `init` fits the surrogate and the variational mixture to the
     existing evaluations; `gpcompose.run_black_box` or `gpcompose.run_traceable` spend
     the budget (`fit` does the whole run for a Python target); `result` reads the state.
+
+    A failed evaluation (NaN, ±inf, or the target raised) at x is trained on as an
+    observation at the lowest value the fit keeps, ỹ(x) = min_{n kept} y_n, which trimming
+    keeps from falling below the trimming level y⋆ (a censored observation,
+    `active_learning.censor_failures`), so that the surrogate, q and the acquisition move
+    away from it.
     """
 
     # n_active: evaluations per round, each round ending in a retraining (Li et al. 2023, §3: 5)
@@ -548,7 +562,10 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         a vmapped multi-start Adam search (Li et al. 2023, §3.4), strictly inside the bounds
         (`BoundedTransform.unbounded_limits`) — or, for the first points of a round after a
         retraining that was stuck (every candidate mixture found a surrogate mountain), the
-        tops of those mountains (`_training.retrain`)."""
+        tops of those mountains (`_training.retrain`). A failed evaluation's input is never
+        asked again: the surrogate holds it at the lowest value the fit keeps, and should the
+        search still return it (`active_learning.repeats_failure`), a draw of q is asked
+        instead."""
         count = state.probes.shape[0]
         in_round = state.evaluations.num_evaluations % self.batch_size
         slot = jnp.minimum(in_round, count - 1)
@@ -560,7 +577,11 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
             return u, jnp.full((), jnp.nan, u.dtype)
 
         u, value = jax.lax.cond(probing, probe, lambda: _ask_unbounded(self, state, key))
-        return state.transform.bounded.from_unbounded(u), SVBMCAskInfo(value, probing)
+        space, evaluations = state.transform, state.evaluations
+        u_min, u_max = space.bounded.unbounded_limits()
+        draw = jnp.clip(space.unwhiten(state.posterior.sample(jax.random.fold_in(key, 1), 1)[0]), u_min, u_max)
+        u = jnp.where(repeats_failure(space.whiten(u), evaluations.inputs, evaluations.censored), draw, u)
+        return space.bounded.from_unbounded(u), SVBMCAskInfo(value, probing)
 
     @public_jit()
     def record(
@@ -570,8 +591,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         y: Float[ArrayLike, ""],
         noise_sd: Float[ArrayLike, ""] | None = None,
     ) -> tuple[SVBMCState, Bool[Array, ""]]:
-        """Store the evaluation y = log p(x) (original space; NaN/±inf marks a failed
-        evaluation, kept but never fitted) and update the sparse GP by rank-1 steps.
+        """Store the evaluation y = log p(x) (original space) and update the sparse GP by
+        rank-1 steps. NaN/±inf marks a failed evaluation: kept with its input and fitted as a
+        censored observation at the lowest value the fit keeps (`_training.training_rows`).
         `noise_sd` is the sd of a noisy evaluation (None: σ²_obs = `noiseless_variance`)."""
         return _record(self, state, x, y, noise_sd)
 
