@@ -21,11 +21,6 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-# jaxlib 0.10's CPU thread-pool hang (docs/numerics.md): twice as many pool threads as cores. JAX
-# reads it when it creates its CPU backend, so it holds in a script that imports this module
-# before it makes its first array.
-os.environ.setdefault("PJRT_NPROC", str(2 * os.cpu_count()))
-
 BENCHMARKS_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCHMARKS_DIR / "results"
 QUICK_HELP = "tiny smoke run; its numbers mean nothing"
