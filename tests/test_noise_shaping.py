@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpcompose.svbmc._noise_shaping import shaping_variance, total_noise_variance
+from gpcompose.svbmc import shaping_variance, total_noise_variance
 
 THRESHOLD = 20.0  # θ = 10 D with D = 2
 

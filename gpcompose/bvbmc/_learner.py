@@ -13,6 +13,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
 
 from .. import gp
 from .._jit import public_jit
+from .._noise_shaping import shaping_variance
 from .._observations import observed_box
 from .._validation import as_floating, check_key
 from ..acquisition import log_variance_regularizer, maximize_from_candidates
@@ -29,7 +30,6 @@ from ..boosting import Boosting, BoostingInfo
 from ..kernels import AbstractKernel
 from ..mixtures import GaussianMixture
 from ..quadrature import elbo
-from ..svbmc import shaping_variance
 from ._acquisitions import AbstractLogBMCAcquisition, MomentMatchedLogTransform, Prospective
 from ._alternation import AbstractAlternation, RandomAlternation
 from ._prior_mean import AbstractPriorMean, ConstantPriorMean

@@ -3,11 +3,11 @@ Bayesian inference from thousands of existing log-density evaluations with a spa
 surrogate, noise shaping, sparse Bayesian quadrature and active learning, its acquisition a
 module (`ProspectiveUncertainty`, `IMIQR`)."""
 
+from .._noise_shaping import shaping_variance as shaping_variance
+from .._noise_shaping import total_noise_variance as total_noise_variance
 from ._acquisitions import IMIQR as IMIQR
 from ._acquisitions import AbstractSVBMCAcquisition as AbstractSVBMCAcquisition
 from ._acquisitions import ProspectiveUncertainty as ProspectiveUncertainty
-from ._noise_shaping import shaping_variance as shaping_variance
-from ._noise_shaping import total_noise_variance as total_noise_variance
 from ._state import SVBMCState as SVBMCState
 from ._subset import stratified_kmeans_subset as stratified_kmeans_subset
 from ._trimming import trim_mask as trim_mask

@@ -10,10 +10,10 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
+from .._noise_shaping import shaping_variance, total_noise_variance
 from ..active_learning import Evaluations, censor_failures, failure_value
 from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximize_elbo
-from ._noise_shaping import shaping_variance, total_noise_variance
 from ._refit import condition_on_selected, refit_from_starts
 from ._subset import stratified_kmeans_subset
 from ._surrogate import Surrogate, fit_exact, initial_surrogate, plausible_box

@@ -1,4 +1,6 @@
-"""Noise shaping: artificial, density-dependent observation noise (Li, Clarté & Acerbi 2023, §3.5, App. B.3, eq. S17).
+"""Noise shaping: artificial, density-dependent observation noise (Li, Clarté & Acerbi 2023, eq. S17).
+
+Used by SVBMC for its training rows and by BVBMC for its censored failed evaluations.
 
 Low-density training points get a larger total noise variance, so the sparse GP (and the
 greedy inducing-point selection, whose weights are 1/σ²_tot) spends its capacity on the
@@ -9,8 +11,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from .._jit import public_jit
-from .._validation import broadcast_per_row
+from ._jit import public_jit
+from ._validation import broadcast_per_row
 
 
 def floating_dtype(*arrays: Array):
