@@ -15,7 +15,9 @@ import warnings
 from collections.abc import Iterator
 
 import equinox as eqx
+import jax.numpy as jnp
 import optimistix as optx
+from jax.custom_batching import custom_vmap
 from jaxtyping import Bool, PyTree
 
 _PUBLIC_FUNCTION: contextvars.ContextVar[str | None] = contextvars.ContextVar("public_function", default=None)
@@ -83,13 +85,43 @@ def raised_by(name: str) -> Iterator[None]:
         _PUBLIC_FUNCTION.reset(token)
 
 
+_MAX_NAMED_MEMBERS = 1000
+
+
+def _naming_batch_member(message: str):
+    """A check `pred ↦ pred` that, where `pred` is batched by `vmap`, raises `message` with the
+    first failing member of the batch named (at most the first `_MAX_NAMED_MEMBERS`); it does
+    nothing else. `pred` is boolean, so the check is never differentiated (a `custom_vmap`
+    cannot be transposed)."""
+
+    @custom_vmap
+    def check(pred):
+        return pred
+
+    @check.def_vmap
+    def _rule(axis_size, in_batched, pred):
+        failing = jnp.any(pred.reshape(axis_size, -1), axis=1)
+        named = min(axis_size, _MAX_NAMED_MEMBERS)
+        messages = [f"{message} (batch member {member} of {axis_size} under `vmap`)" for member in range(named)]
+        if axis_size > named:
+            messages[-1] = f"{message} (a batch member from {named - 1} on, of {axis_size} under `vmap`)"
+        first = jnp.minimum(jnp.argmax(failing), named - 1)
+        return eqx.branched_error_if(pred, jnp.any(failing), first, messages), True
+
+    return check
+
+
 def error_if(x: PyTree, pred: Bool[PyTree, "..."], message: str) -> PyTree:
     """`eqx.error_if(x, pred, message)`, with the message prefixed by the name of the public
-    function being traced (e.g. "gp.condition: `noise_variance` must be …").
+    function being traced (e.g. "gp.condition: `noise_variance` must be …") and, under
+    `vmap`, followed by the first batch member that fails ("(batch member 3 of 8 under
+    `vmap`)"; for nested `vmap`s, the member of the innermost one whose condition is batched).
 
     The name is fixed when the check is traced: a check inside a private jitted helper that two
     public functions share would keep the name of the first one that traced it, so checks sit
     in the public functions' own bodies (or in plain helpers they call).
     """
     name = _PUBLIC_FUNCTION.get()
-    return eqx.error_if(x, pred, message if name is None else f"{name}: {message}")
+    message = message if name is None else f"{name}: {message}"
+    pred = _naming_batch_member(message)(jnp.asarray(pred, bool))
+    return eqx.error_if(x, pred, message)

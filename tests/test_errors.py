@@ -63,3 +63,22 @@ def test_error_if_outside_a_public_function_keeps_its_message():
 
     with pytest.raises(eqx.EquinoxRuntimeError, match=r"EquinoxRuntimeError: `x` is negative\."):
         jax.block_until_ready(error_if(jnp.ones(2), jnp.array(True), "`x` is negative."))
+
+
+def test_value_errors_under_vmap_name_the_first_failing_batch_member():
+    """Under `vmap` the message names the first member whose value is bad, also through a
+    gradient and inside a user's `jit`; for nested `vmap`s, the member of the inner one."""
+    kernel, mean, X, y = _problem()
+
+    def objective(noise):
+        return gp.log_marginal_likelihood(gp.condition(kernel, mean, X, y, noise))
+
+    member = r" \(batch member {} of {} under `vmap`\)"
+    with pytest.raises(eqx.EquinoxRuntimeError, match=f"gp.condition: {NOISE_MESSAGE}.{member.format(1, 4)}"):
+        jax.vmap(objective)(jnp.array([1e-3, -1e-3, 1e-2, -1.0]))
+    with pytest.raises(Exception, match=f"{NOISE_MESSAGE}.{member.format(2, 3)}"):
+        jax.block_until_ready(jax.jit(jax.vmap(jax.grad(objective)))(jnp.array([1e-3, 1e-2, jnp.nan])))
+    with pytest.raises(eqx.EquinoxRuntimeError, match=f"{NOISE_MESSAGE}.{member.format(0, 2)}"):
+        jax.vmap(jax.vmap(objective))(jnp.array([[1e-3, 1e-2], [-1.0, 1e-3]]))
+    gradients = jax.vmap(jax.grad(objective))(jnp.array([1e-3, 1e-2]))  # valid members: no error
+    assert jnp.all(jnp.isfinite(gradients))

@@ -133,7 +133,7 @@ def condition(
       0 is a noise-free (interpolating) GP: it is conditioned as any other, and its `result`
       says `RESULTS.zero_noise_variance` (one member of a `vmap`ped batch does not stop the
       others). A negative or non-finite value raises at run time (`eqx.error_if`); under
-      `vmap` that stops the whole batch, and the message cannot name the member.
+      `vmap` that stops the whole batch, and the message names the first such member.
     - `mask`: optional boolean `(N,)`; rows marked False are ignored.
     - `capacity`: total number of rows to allocate (≥ N) so that `update` can append
       observations without changing shapes.
