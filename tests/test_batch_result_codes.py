@@ -96,10 +96,16 @@ def test_a_batch_of_ml2_fits_flags_the_bad_members_and_keeps_every_parameter_val
     # A batched program rounds differently from a single one, and BFGS may then stop one step
     # earlier or later (both within its rtol = atol = 1e-8 of the optimum): the maximum agrees
     # to rounding (it is flat to first order), the fitted parameters to the solver's tolerance.
+    # The singular member's gradient is rounding: K + 1e-10·s·I has a condition number near
+    # 1e11, and its computed gradient is off by 10³–10⁴ from a 60-digit reference where the
+    # exact one is of order 1, so its path through 60 BFGS steps differs between any two
+    # programs; only its codes are compared.
     for member in range(BATCH):
         single_fit, single_refit_result, _ = _fit(X[member], y[member], noise[member])
         batched = _member(fit, member)
         assert bool(single_fit.result == batched.result) and bool(single_refit_result == _member(refit_result, member))
+        if member == SINGULAR:
+            continue
         np.testing.assert_allclose(batched.value, single_fit.value, rtol=1e-10)
         for name in ("lengthscale", "variance"):
             np.testing.assert_allclose(
