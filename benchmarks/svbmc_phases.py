@@ -1,0 +1,178 @@
+"""Where an SVBMC run spends its time: compile and run seconds of each phase, per call and per run.
+
+One run of `svbmc_problems.py` (default: two moons κ = 8, 1000 slice-sampling evaluations + 200
+active ones in rounds of 5) is split into the calls it makes:
+
+- `init` (whitening passes, each a full training pass) — once;
+- `ask` (acquisition search) and `record` (rank-1 update of the sparse GP) — once per evaluation;
+- `update`, the retraining that ends a round — once per round, itself split into its phases by
+  timing each as its own compiled program (the glue between them runs eagerly):
+  `hyperparameter starts` (the exact-GP MAP on the stratified subset), `sparse refit` (inducing
+  points and the SGPR MAP from those starts, with the refit guard), `mixture` (the variational
+  fit and growth stage) and `final ELBO` (the reported ELBO with its large entropy sample);
+- the target's evaluations and the host loop (`run_black_box`), the rest of the measured run.
+
+Each compiled program is called twice on the same arguments: the first call's time less the
+second's is its compilation (tracing included); the second is its run time. Per-run seconds are
+run time × the number of calls in a run; the "measured" row is a whole `svbmc_problems.run_seed`
+in a fresh process state of the same script (compilation included), so that the rows add up to
+what a user waits for.
+
+Usage:
+    python benchmarks/svbmc_phases.py --problem two_moons_vsbq
+Writes `<output-dir>/svbmc_phases_<problem>.json` and prints the Markdown table.
+"""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import equinox as eqx  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import add_output_dir_and_quick, utc_timestamp, write_json  # noqa: E402
+from svbmc_problems import initialise, make_problem, run_seed, seed_keys  # noqa: E402
+
+import gpcompose  # noqa: E402
+from gpcompose import svbmc  # noqa: E402
+from gpcompose.svbmc import _training  # noqa: E402
+
+RETRAINING_PHASES = {
+    "_hyperparameter_starts": "hyperparameter starts (exact subset MAP)",
+    "_guarded_refit": "sparse refit (inducing points, SGPR MAP)",
+    "_active_phase": "mixture (variational fit, growth)",
+    "elbo": "final ELBO",
+}
+
+
+def compile_and_run_seconds(function, *args, **kwargs):
+    """(output, compile seconds, run seconds) of a compiled `function`: two calls on the same
+    arguments, the first's time less the second's being the compilation."""
+    compiled = eqx.filter_jit(function)
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        output = jax.block_until_ready(compiled(*args, **kwargs))
+        times.append(time.perf_counter() - start)
+    return output, max(times[0] - times[1], 0.0), times[1]
+
+
+def timed_phases(record: dict):
+    """Replace the retraining's phases in `_training` by compiled, timed ones that write their
+    (compile, run) seconds into `record`; returns the originals to restore."""
+    originals = {name: getattr(_training, name) for name in RETRAINING_PHASES}
+
+    def timed(name, function):
+        def call(*args, **kwargs):
+            output, compile_seconds, run_seconds = compile_and_run_seconds(function, *args, **kwargs)
+            record[name] = (compile_seconds, run_seconds)
+            return output
+
+        return call
+
+    for name, function in originals.items():
+        setattr(_training, name, timed(name, function))
+    return originals
+
+
+def profile(problem_name: str, seed: int) -> dict:
+    problem = make_problem(problem_name)
+    learner = svbmc.SVBMC(batch_size=problem.batch_size)
+    data_key, fit_key, _, _ = seed_keys(seed)
+    X, y = (np.asarray(a) for a in problem.initial_set(data_key))
+    rows = []
+
+    start = time.perf_counter()
+    state = jax.block_until_ready(initialise(problem, learner, X, y, fit_key))
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    jax.block_until_ready(initialise(problem, learner, X, y, jax.random.fold_in(fit_key, 1)))
+    init_run = time.perf_counter() - start
+    rows.append(("init", max(first - init_run, 0.0), init_run, 1))
+
+    budget = state.evaluations.capacity - state.evaluations.num_initial
+    num_rounds = budget // learner.batch_size
+    target = problem.log_density
+    key = jax.random.fold_in(fit_key, 2)
+    ask_times, record_times = [], []
+    for index in range(learner.batch_size):  # one round of asks and records, all but the retraining
+        ask_key = jax.random.fold_in(key, index)
+        (x, _), ask_compile, ask_run = compile_and_run_seconds(learner.ask, state, ask_key)
+        value = target(x)
+        new_state, record_compile, record_run = compile_and_run_seconds(learner.record, state, x, value)
+        state = new_state[0]
+        ask_times.append((ask_compile, ask_run))
+        record_times.append((record_compile, record_run))
+    rows.append(("ask", ask_times[0][0], float(np.median([t[1] for t in ask_times])), budget))
+    rows.append(("record", record_times[0][0], float(np.median([t[1] for t in record_times])), budget))
+
+    _, update_compile, update_run = compile_and_run_seconds(learner.update, state, key)
+    phases = {}
+    originals = timed_phases(phases)
+    try:
+        svbmc._workflow._retrain(learner, state, key)  # the glue eagerly, each phase compiled
+    finally:
+        for name, function in originals.items():
+            setattr(_training, name, function)
+    rows.append(("update (whole, one program)", update_compile, update_run, num_rounds))
+    for name, label in RETRAINING_PHASES.items():
+        compile_seconds, run_seconds = phases[name]
+        rows.append((f"  update: {label}", compile_seconds, run_seconds, num_rounds))
+
+    start = time.perf_counter()
+    outcome = run_seed(problem, seed, learner, num_metric_samples=1000)
+    measured = time.perf_counter() - start
+    return {
+        "problem": problem_name,
+        "seed": seed,
+        "budget": budget,
+        "num_rounds": num_rounds,
+        "rows": [
+            {"phase": name, "compile_seconds": c, "run_seconds_per_call": r, "calls_per_run": n, "run_seconds": r * n}
+            for name, c, r, n in rows
+        ],
+        "measured_run_seconds": outcome["total_seconds"],
+        "measured_with_metrics_seconds": measured,
+        "delta_lml": outcome["delta_lml"],
+        "mmtv": outcome["mmtv"],
+        "timestamp": utc_timestamp(),
+        "version": gpcompose.__version__,
+    }
+
+
+def table(result: dict) -> str:
+    lines = [
+        "| phase | compile (s) | run per call (s) | calls per run | run per run (s) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in result["rows"]:
+        lines.append(
+            f"| {row['phase']} | {row['compile_seconds']:.1f} | {row['run_seconds_per_call']:.3f} | "
+            f"{row['calls_per_run']} | {row['run_seconds']:.1f} |"
+        )
+    lines.append(
+        f"| measured run (`run_seed`, programs already compiled) | | | 1 | {result['measured_run_seconds']:.1f} |"
+    )
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problem", default="two_moons_vsbq")
+    parser.add_argument("--seed", type=int, default=0)
+    add_output_dir_and_quick(parser)
+    args = parser.parse_args()
+    result = profile(args.problem, args.seed)
+    write_json(Path(args.output_dir) / f"svbmc_phases_{args.problem}.json", result)
+    print(table(result))
+
+
+if __name__ == "__main__":
+    main()
