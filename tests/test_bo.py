@@ -93,6 +93,22 @@ def test_square_root_center_reaches_the_surrogate():
         np.testing.assert_allclose(surrogate.posterior.root.mean.constant.value, root_mean, rtol=1e-12)
 
 
+def test_a_second_run_on_new_data_of_the_same_size_compiles_nothing(backend_compilations):
+    """`init` and `run_black_box` from another initial design of the same size, with another key,
+    after a first run: no program is compiled (or read from the cache) again."""
+
+    def run(design_key, run_key):
+        X = jax.random.uniform(design_key, (3, 2), minval=BRANIN_LOWER, maxval=BRANIN_UPPER)
+        y = -jax.vmap(branin)(X)
+        state = SMALL_EI.init(np.asarray(X), np.asarray(y), BRANIN_LOWER, BRANIN_UPPER, budget=5)
+        return gpcompose.run_black_box(SMALL_EI, lambda x: -float(branin(x)), state, run_key)
+
+    run(jax.random.key(1), jax.random.key(2))
+    before = len(backend_compilations)
+    run(jax.random.key(3), jax.random.key(4))
+    assert len(backend_compilations) == before
+
+
 def test_minimize_records_failures_and_keeps_the_sign():
     calls = []
 

@@ -164,6 +164,16 @@ def test_gaussian_target_end_to_end():
     assert samples.shape == (10, 2) and bool(jnp.all(jnp.isfinite(result.posterior.log_prob(samples))))
 
 
+def test_a_second_run_on_new_data_of_the_same_size_compiles_nothing(backend_compilations):
+    """`init` and `run_black_box` on other initial evaluations of the same shape, with another
+    key, after a first run: no program is compiled (or read from the cache) again."""
+    run_black_box(LEARNER, target, start(jax.random.key(3)), jax.random.key(4))
+    before = len(backend_compilations)
+    X, y = initial_points(jax.random.key(21))
+    run_black_box(LEARNER, target, start(jax.random.key(22), X, y), jax.random.key(23))
+    assert len(backend_compilations) == before
+
+
 @eqx.filter_jit
 @eqx.debug.assert_max_traces(max_traces=1)
 def ask_and_tell(state, key):

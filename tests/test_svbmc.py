@@ -132,6 +132,17 @@ def small_state():
     return SMALL.init(X, y, key=SMALL_STATE_DATA[1], budget=BUDGET)
 
 
+def test_a_second_run_on_new_data_of_the_same_size_compiles_nothing(small_state, backend_compilations):
+    """`init` and `run_black_box` on other initial evaluations of the same shape, with another
+    key, after a first run: no program is compiled (or read from the cache) again."""
+    run_black_box(SMALL, python_gaussian, small_state, jax.random.key(4))
+    before = len(backend_compilations)
+    X, y = initial_evaluations(jax.random.key(21), NUM_INITIAL)
+    state = SMALL.init(X, y, key=jax.random.key(22), budget=BUDGET)
+    run_black_box(SMALL, python_gaussian, state, jax.random.key(23))
+    assert len(backend_compilations) == before
+
+
 def test_ask_tell_compile_once_and_resume_equals_uninterrupted(small_state, tmp_path, backend_compilations):
     """`run_black_box` compiles `ask` and `tell` by the first evaluation and nothing after
     it; a run interrupted (KeyboardInterrupt from the target) mid-round, saved to its
