@@ -198,6 +198,36 @@ def test_traced_loop_equals_host_loop_and_vmaps():
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+class EarlyRoundLearner(ToyLearner):
+    """`ToyLearner` whose round also ends at a failed evaluation (as SVBMC's does)."""
+
+    def round_complete(self, state):
+        evaluations = state.evaluations
+        last = jnp.maximum(evaluations.num_initial + evaluations.num_evaluations - 1, 0)
+        return super().round_complete(state) | ~evaluations.succeeded[last]
+
+
+def test_both_drivers_end_a_round_where_the_learner_says():
+    """`run_black_box` (through `tell`) and `run_traceable` both update at `round_complete`,
+    here also right after each failure, and so make the same run."""
+    learner = EarlyRoundLearner()
+    state = learner.init(X0, Y0, budget=9)
+
+    def failing(x):
+        return jnp.where(x[0] > 0.2, jnp.nan, jax_target(x))
+
+    key = jax.random.key(5)
+    seen = []
+    with pytest.warns(RuntimeWarning, match="recorded as failed"):
+        host = run_black_box(learner, lambda x: float(failing(jnp.asarray(x))), state, key, callback=seen.append)
+    traced = run_traceable(learner, failing, state, key)
+    failed = [not bool(p.tell_info.succeeded) for p in seen]
+    assert any(failed[index] for index in range(9) if (index + 1) % 3)  # a failure mid-round
+    assert int(host.num_updates) == sum(bool(p.tell_info.updated) for p in seen) > 3
+    for a, b in zip(jax.tree.leaves(host), jax.tree.leaves(traced)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
 def test_interrupt_and_resume_from_checkpoint_is_bit_for_bit(tmp_path):
     learner = ToyLearner()
     state = learner.init(X0, Y0, budget=8)

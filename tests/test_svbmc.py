@@ -239,11 +239,30 @@ def test_a_target_that_raises_or_returns_nan_or_infinities_is_recorded_as_failed
     assert int(evaluations.num_evaluations) == BUDGET and int(evaluations.num_failed) == BUDGET
     assert np.all(np.asarray(evaluations.evaluated)) and not np.any(np.asarray(evaluations.succeeded[NUM_INITIAL:]))
     assert [bool(progress.tell_info.succeeded) for progress in seen] == [False] * BUDGET
-    assert [bool(progress.tell_info.updated) for progress in seen] == [False, True] * (BUDGET // BATCH)
+    assert [bool(progress.tell_info.updated) for progress in seen] == [True] * BUDGET  # a failure ends its round
     result = SMALL.result(final)
     assert result.num_failed == BUDGET and result.X.shape[0] == NUM_INITIAL
     assert np.isfinite(float(result.elbo)) and np.isfinite(float(result.elbo_sd))
     assert np.all(np.isfinite(np.asarray(result.posterior.mean())))
+
+
+def test_a_failure_ends_its_round(small_state):
+    """A failed evaluation retrains at once (`SVBMC.round_complete`): on a target that fails in
+    a half-plane, every failure mid-round adds a retraining to the `batch_size` schedule.
+    (That the traced driver honours `round_complete` as the host one does: test_active_learning.)"""
+
+    def half_failing(x):
+        value = python_gaussian(x)
+        return float("nan") if x[0] > float(MEAN[0]) else value
+
+    seen = []
+    with pytest.warns(RuntimeWarning, match="recorded as failed"):
+        final = run_black_box(SMALL, half_failing, small_state, jax.random.key(8), callback=seen.append)
+    failed = [not bool(progress.tell_info.succeeded) for progress in seen]
+    updated = [bool(progress.tell_info.updated) for progress in seen]
+    scheduled = [(index + 1) % BATCH == 0 for index in range(BUDGET)]
+    assert any(failed) and updated == [f or s for f, s in zip(failed, scheduled)]
+    assert int(final.history.num_rounds) == 1 + sum(updated)
 
 
 def test_a_failed_point_is_fitted_low_and_never_asked_again(small_state):

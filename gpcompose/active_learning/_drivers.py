@@ -135,8 +135,9 @@ def run_traceable(
     """Spend the rest of the budget on a JAX-traceable `target` in one compiled program.
 
     The same run as `run_black_box` with the same `key` (to rounding: here the target is
-    traced): round after round, `learner.round_size` ask/evaluate/record steps, then the
-    model update that `tell` makes at the end of a round. It is a JAX function of `state`
+    traced): round after round, ask/evaluate/record steps until `learner.round_complete`
+    (at most `round_size` of them), then the model update that `tell` makes at the end of a
+    round. It is a JAX function of `state`
     and `key`, so `jax.vmap` runs many seeds at once:
     `jax.vmap(lambda k: run_traceable(learner, f, learner.init(X, y, key=k), k))(keys)`;
     `gpcompose.unstack` then gives each seed's state.
@@ -154,15 +155,16 @@ def run_traceable(
 
     def one_round(state):
         before = state.evaluations.num_evaluations
-        in_round = round_size - before % round_size
 
-        def one_evaluation(index, state):
+        def one_evaluation(index, carry):
+            state, ended = carry
             x, _ = learner.ask(state, _point_key(key, state.evaluations.num_evaluations))
             value, noise_sd = _evaluate(target, x, dtype)
-            active = (index < in_round) & ~state.evaluations.finished
-            return jax.lax.cond(active, lambda s: learner.record(s, x, value, noise_sd)[0], lambda s: s, state)
+            active = ~ended & ~state.evaluations.finished
+            state = jax.lax.cond(active, lambda s: learner.record(s, x, value, noise_sd)[0], lambda s: s, state)
+            return state, ended | (active & learner.round_complete(state))
 
-        state = jax.lax.fori_loop(0, round_size, one_evaluation, state)
+        state, _ = jax.lax.fori_loop(0, round_size, one_evaluation, (state, jnp.zeros((), bool)))
         state = learner.update_now(state)[0]
         if every:
             after = state.evaluations.num_evaluations

@@ -487,6 +487,18 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         """`batch_size`: the evaluations between two retrainings."""
         return self.batch_size
 
+    def round_complete(self, state: SVBMCState) -> Bool[Array, ""]:
+        """Whether the last evaluation told ends a round: every `batch_size`-th one, the last
+        of the budget, and [ours] a failed one. A failure is fitted as a censored observation
+        only by a retraining (`_training.training_rows`); until then q keeps its mass over the
+        failed region and the acquisition can ask beside the failed point for the rest of the
+        round (a quarter of the asks on a 2-D Gaussian failing in a disc at its mode), so the
+        retraining runs at once."""
+        evaluations = state.evaluations
+        last_row = jnp.maximum(evaluations.num_initial + evaluations.num_evaluations - 1, 0)
+        failed = (evaluations.num_evaluations > 0) & ~evaluations.succeeded[last_row]
+        return super().round_complete(state) | failed
+
     def inducing_range(self, num_points: int, budget: int) -> tuple[int, int]:
         """(M_min, M_max) = (200, 300 + 2√N_f) for a run of N_f = `budget` evaluations, both
         capped by the number of points (Li et al. 2023, App. B.2)."""
