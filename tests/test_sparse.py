@@ -200,13 +200,11 @@ def test_gradient_of_elbo_matches_finite_differences(getkey):
 
 
 @pytest.mark.parametrize("masked", [False, True])
-def test_closed_form_derivatives_of_elbo_match_dense_autodiff(getkey, masked):
-    """Gradient (and, without masks, Hessian) of the bound (closed-form derivatives in K_ZZ,
-    K_ZX, diag K_XX, σ² and ȳ) in the kernel, mean, per-row noise and inducing inputs, against
-    autodiff of the textbook bound on the used rows and slots (explicit solves, K_ZZ + εI with
-    the posterior's ε). `masked`: unused data rows and a free inducing slot. (With masks the
-    Matérn kernel's second derivatives are NaN by any path, the closed form's or autodiff
-    through the factorisations: not compared.)"""
+def test_derivatives_of_elbo_match_dense_autodiff(getkey, masked):
+    """Gradient (and, without masks, Hessian) of the bound in the kernel, mean, per-row noise
+    and inducing inputs, against autodiff of the textbook bound on the used rows and slots
+    (explicit solves, K_ZZ + εI with the posterior's ε). `masked`: unused data rows and a free
+    inducing slot (with masks the Matérn kernel's second derivatives are NaN: not compared)."""
     kernel, mean, X, y, noise = make_problem(getkey(), num_points=16)
     Z = X[:6] + 0.05
     used, slots = (np.arange(16) % 5 != 2, np.arange(6) != 3) if masked else (np.ones(16, bool), np.ones(6, bool))
