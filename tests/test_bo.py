@@ -290,8 +290,8 @@ def test_checkpoint_of_other_shapes_or_settings_is_refused(tmp_path):
 def test_vmapped_traceable_runs_equal_separate_runs():
     # Two design points and one EI proposal per seed. The batched and single programs round
     # differently (1e-16), and the ML-II refit (BFGS, which stops within rtol = atol = 1e-8 of
-    # the optimum) carries that into the proposal (4e-9 measured at the first, 1e-7 at the
-    # second, see the BES test above), so one proposal is what rtol 1e-8 can check.
+    # the optimum) carries that into the proposal (up to 1.2e-8 measured at the first, 1e-7 at
+    # the second, see the BES test above), so one proposal is what rtol 1e-7 can check.
     state = SMALL_EI.init(NO_X, NO_Y, BRANIN_LOWER, BRANIN_UPPER, budget=3)
     keys = jax.random.split(jax.random.key(5), 8)
     batch = jax.vmap(lambda key: gpcompose.run_traceable(SMALL_EI, negative_branin, state, key))(keys)
@@ -304,7 +304,7 @@ def test_vmapped_traceable_runs_equal_separate_runs():
         found = SMALL_EI.result(member)
         assert found.num_failed == alone.num_failed == 0
         for name in ("X", "y", "x_best", "y_best"):
-            np.testing.assert_allclose(getattr(found, name), getattr(alone, name), rtol=1e-8)
+            np.testing.assert_allclose(getattr(found, name), getattr(alone, name), rtol=1e-7)
 
 
 def test_bad_input_is_rejected():
