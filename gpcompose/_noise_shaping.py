@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from ._jit import public_jit
-from ._validation import broadcast_per_row
+from ._validation import broadcast_per_row, check_mask
 
 
 def floating_dtype(*arrays: Array):
@@ -79,9 +79,7 @@ def total_noise_variance(
     dtype = floating_dtype(y)
     y = y.astype(dtype)
     observation_variance = broadcast_per_row(observation_variance, "observation_variance", num_points, dtype)
-    mask = jnp.asarray(mask, bool)
-    if mask.shape != (num_points,):
-        raise ValueError(f"`mask` must have shape ({num_points},) to match `y`, got shape {mask.shape}.")
+    mask = check_mask(mask, num_points, "y")
     y_max = jnp.max(jnp.where(mask, y, -jnp.inf))
     delta_y = jnp.where(mask, y_max - y, 0.0)
     shaping = shaping_variance(

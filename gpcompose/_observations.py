@@ -15,6 +15,7 @@ from ._validation import (
     as_floating,
     broadcast_per_row,
     check_inputs,
+    check_mask,
     check_point,
     check_targets,
     common_dtype,
@@ -92,12 +93,7 @@ def make_observations(
             f"`X` has no rows (shape {X.shape}): condition on at least one observation, or pass "
             "`capacity` ≥ 1 to start an empty buffer that `update` fills."
         )
-    if mask is None:
-        mask = jnp.ones((num_points,), bool)
-    else:
-        mask = jnp.asarray(mask, bool)
-        if mask.shape != (num_points,):
-            raise ValueError(f"`mask` must have shape ({num_points},), got shape {mask.shape}.")
+    mask = check_mask(mask, num_points)
     X = require_finite(jnp.where(mask[:, None], X, 0.0), "X")
     y = require_finite(jnp.where(mask, y, 0.0), "y")
     require_noise = require_nonnegative if zero_noise_allowed else require_positive

@@ -96,6 +96,18 @@ def check_targets(y: Float[ArrayLike, " N"], name: str, num_points: int) -> Floa
     return y
 
 
+def check_mask(mask: Bool[ArrayLike, " N"] | None, size: int, matching: str | None = None) -> Bool[Array, " N"]:
+    """`mask` as a boolean `(size,)` array (all True when None); another shape raises
+    `ValueError` naming it and, if given, the argument whose rows it marks (`matching`)."""
+    if mask is None:
+        return jnp.ones((size,), bool)
+    mask = jnp.asarray(mask, bool)
+    if mask.shape != (size,):
+        to_match = "" if matching is None else f" to match `{matching}`"
+        raise ValueError(f"`mask` must have shape ({size},){to_match}, got shape {mask.shape}.")
+    return mask
+
+
 def broadcast_per_row(value: Float[ArrayLike, "*N"], name: str, num_points: int, dtype) -> Float[Array, " N"]:
     """A real scalar or per-row vector (`as_floating`) as a vector of length `num_points`
     in `dtype`."""

@@ -2,7 +2,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._errors import error_if
-from .._validation import as_floating, raise_if, require_positive
+from .._validation import as_floating, check_mask, raise_if, require_positive
 from ._base import AbstractGaussianMixture, first_free_slot, logits_after_adding
 
 
@@ -43,9 +43,7 @@ class GaussianMixture(AbstractGaussianMixture):
             raise ValueError(f"`weights` must have shape ({num_components},), got shape {weights.shape}.")
         if variances.shape != means.shape:
             raise ValueError(f"`variances` must have the shape of `means` {means.shape}, got shape {variances.shape}.")
-        mask = jnp.ones((num_components,), bool) if mask is None else jnp.asarray(mask, bool)
-        if mask.shape != (num_components,):
-            raise ValueError(f"`mask` must have shape ({num_components},), got shape {mask.shape}.")
+        mask = check_mask(mask, num_components)
         mask = raise_if(mask, ~jnp.any(mask), "`mask` must mark at least one component as active, got all False.")
         weights = require_positive(jnp.where(mask, weights, 1.0), "weights")
         variances = require_positive(variances, "variances")

@@ -8,7 +8,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray
 
 from .._jit import public_jit
-from .._validation import check_inputs
+from .._validation import check_inputs, check_mask
 
 
 def assignment_distances(X: Float[Array, "N D"], centers: Float[Array, "K D"]) -> Float[Array, "N K"]:
@@ -82,9 +82,7 @@ def kmeans(
         raise ValueError(f"`num_centers` must be a positive Python int, got {num_centers!r}.")
     if isinstance(num_iterations, bool) or not isinstance(num_iterations, int) or num_iterations < 0:
         raise ValueError(f"`num_iterations` must be a Python int >= 0, got {num_iterations!r}.")
-    members = jnp.ones((X.shape[0],), bool) if mask is None else jnp.asarray(mask, bool)
-    if members.shape != (X.shape[0],):
-        raise ValueError(f"`mask` must have shape ({X.shape[0]},) to match `X`, got shape {members.shape}.")
+    members = check_mask(mask, X.shape[0], "X")
     active = jnp.ones((num_centers,), bool) if active is None else jnp.asarray(active, bool)
     if active.shape != (num_centers,):
         raise ValueError(f"`active` must have shape ({num_centers},) (one per center), got shape {active.shape}.")

@@ -5,7 +5,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._jit import public_jit
-from .._validation import broadcast_per_row, check_inputs, require_finite, require_positive
+from .._validation import broadcast_per_row, check_inputs, check_mask, require_finite, require_positive
 from ..kernels import AbstractKernel
 
 
@@ -48,9 +48,7 @@ def select_inducing_points(
     num_points = X.shape[0]
     if not isinstance(max_points, int) or max_points < 1:
         raise ValueError(f"`max_points` must be a positive Python int, got {max_points!r}.")
-    mask = jnp.asarray(mask, bool)
-    if mask.shape != (num_points,):
-        raise ValueError(f"`mask` must have shape ({num_points},) to match `X`, got shape {mask.shape}.")
+    mask = check_mask(mask, num_points, "X")
     noise_variance = broadcast_per_row(noise_variance, "noise_variance", num_points, X.dtype)
     noise_variance = require_positive(jnp.where(mask, noise_variance, 1.0), "noise_variance")
     X = require_finite(jnp.where(mask[:, None], X, 0.0), "X")

@@ -11,7 +11,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .._jit import public_jit
-from .._validation import check_inputs, check_targets
+from .._validation import check_inputs, check_mask, check_targets
 from ..sparse import kmeans
 
 
@@ -71,9 +71,7 @@ def stratified_kmeans_subset(
     X = check_inputs(X, "X")
     num_points = X.shape[0]
     y = check_targets(y, "y", num_points)
-    mask = jnp.asarray(mask, bool)
-    if mask.shape != (num_points,):
-        raise ValueError(f"`mask` must have shape ({num_points},) to match `X`, got shape {mask.shape}.")
+    mask = check_mask(mask, num_points, "X")
     for name, value, smallest in (
         ("size", size, 1),
         ("num_strata", num_strata, 1),

@@ -4,7 +4,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._jit import public_jit
-from .._validation import broadcast_per_row
+from .._validation import broadcast_per_row, check_mask
 
 
 @public_jit()
@@ -31,9 +31,7 @@ def trim_mask(
         raise ValueError(f"`y` must have shape (num_points,), got shape {y.shape}.")
     num_points = y.shape[0]
     observation_sd = broadcast_per_row(observation_sd, "observation_sd", num_points, y.dtype)
-    mask = jnp.asarray(mask, bool)
-    if mask.shape != (num_points,):
-        raise ValueError(f"`mask` must have shape ({num_points},) to match `y`, got shape {mask.shape}.")
+    mask = check_mask(mask, num_points, "y")
     upper_confidence = y + jnp.asarray(beta, y.dtype) * observation_sd
     return mask & (upper_confidence >= trim_level(y, observation_sd, mask, threshold, beta=beta))
 
