@@ -5,8 +5,10 @@ active ones in rounds of 5) is split into the calls it makes:
 
 - `init` (whitening passes, each a full training pass) — once;
 - `ask` (acquisition search) and `record` (rank-1 update of the sparse GP) — once per evaluation;
-- `update`, the retraining that ends a round — once per round, itself split into its phases by
-  timing each as its own compiled program (the glue between them runs eagerly):
+- `update`, the retraining that ends a round — once per round: rounds that refit the
+  hyperparameters (`SVBMC.refit_schedule`) and rounds between refits timed apart, the refitting
+  round itself split into its phases by timing each as its own compiled program (the glue
+  between them runs eagerly):
   `hyperparameter starts` (the exact-GP MAP on the stratified subset), `sparse refit` (inducing
   points and the SGPR MAP from those starts, with the refit guard), `mixture` (the variational
   fit and growth stage) and `final ELBO` (the reported ELBO with its large entropy sample);
@@ -28,11 +30,13 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -113,18 +117,30 @@ def profile(problem_name: str, seed: int) -> dict:
     rows.append(("ask", ask_times[0][0], float(np.median([t[1] for t in ask_times])), budget))
     rows.append(("record", record_times[0][0], float(np.median([t[1] for t in record_times])), budget))
 
-    _, update_compile, update_run = compile_and_run_seconds(learner.update, state, key)
+    rounds = np.arange(1, num_rounds + 1)
+    refits = np.asarray(jax.vmap(learner.refit_schedule)(rounds, rounds == num_rounds), bool)
+    num_refits = int(np.sum(np.broadcast_to(refits, rounds.shape)))
+    # the same state as the round after `refit_round` (the schedule reads the round number only)
+    as_round = lambda number: eqx.tree_at(lambda s: s.history.num_rounds, state, jnp.asarray(number, jnp.int32))  # noqa: E731
+    _, update_compile, update_run = compile_and_run_seconds(learner.update, as_round(1), key)
+    rows.append(("update, refitting round (whole, one program)", update_compile, update_run, num_refits))
+    if num_refits < num_rounds:
+        kept_round = int(rounds[~np.broadcast_to(refits, rounds.shape)][0])
+        _, kept_compile, kept_run = compile_and_run_seconds(learner.update, as_round(kept_round), key)
+        rows.append(("update, round between refits (whole)", kept_compile, kept_run, num_rounds - num_refits))
+    # the refitting round split into its phases: with `EveryRound` the retraining holds no
+    # `lax.cond` on the schedule, so that its glue runs eagerly, each phase compiled
+    refitting = dataclasses.replace(learner, refit_schedule=svbmc.EveryRound())
     phases = {}
     originals = timed_phases(phases)
     try:
-        svbmc._workflow._retrain(learner, state, key)  # the glue eagerly, each phase compiled
+        svbmc._workflow._retrain(refitting, state, key)
     finally:
         for name, function in originals.items():
             setattr(_training, name, function)
-    rows.append(("update (whole, one program)", update_compile, update_run, num_rounds))
     for name, label in RETRAINING_PHASES.items():
         compile_seconds, run_seconds = phases[name]
-        rows.append((f"  update: {label}", compile_seconds, run_seconds, num_rounds))
+        rows.append((f"  refitting round: {label}", compile_seconds, run_seconds, num_refits))
 
     start = time.perf_counter()
     outcome = run_seed(problem, seed, learner, num_metric_samples=1000)

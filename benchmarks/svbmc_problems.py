@@ -365,8 +365,13 @@ def noisy_black_box(problem: Problem, seed: int):
     return evaluate
 
 
-# `SVBMCUpdateInfo.hyperparameter_source`: a fit, every fit peaked, the last round's
-HYPERPARAMETER_SOURCES = {0: "", 1: ", unfitted hyperparameters", 2: ", last round's hyperparameters"}
+# `SVBMCUpdateInfo.hyperparameter_source`: a fit, every fit peaked, the last round's, kept between refits
+HYPERPARAMETER_SOURCES = {
+    0: "",
+    1: ", unfitted hyperparameters",
+    2: ", last round's hyperparameters",
+    3: ", hyperparameters kept between refits",
+}
 
 
 def round_progress(diagnose=None):

@@ -430,6 +430,54 @@ def test_a_round_whose_every_candidate_peaks_keeps_the_last_hyperparameters_and_
     assert not np.any(np.asarray(fit.posterior.inducing_mask[-options.batch_size :]))
 
 
+def test_the_doubling_schedule_refits_at_rounds_one_two_four_eight_and_the_last():
+    schedule = svbmc.DoublingRounds()
+    rounds = jnp.arange(0, 41)
+    refits = jax.vmap(schedule)(rounds, rounds == 40)
+    assert [int(r) for r in rounds[refits]] == [1, 2, 4, 8, 16, 32, 40]
+    assert bool(svbmc.EveryRound()(3, False))
+    with pytest.raises(ValueError, match="refit_schedule"):
+        svbmc.SVBMC(refit_schedule="doubling")
+
+
+def test_a_round_between_refits_keeps_the_hyperparameters_on_inducing_points_selected_afresh(small_state):
+    """`retrain` with `refit_hyperparameters` False keeps the last round's hyperparameters on
+    inducing points selected afresh under them (the source says `KEPT`); with True it fits
+    (`FITTED`): the hyperparameters move. Where the kept sparse GP's mean exceeds the
+    ceiling, the round refits although the schedule says not to."""
+    last_surrogate = _surrogate.Surrogate(small_state.surrogate.kernel, small_state.surrogate.mean)
+    evaluations = small_state.evaluations
+    rows = (evaluations.inputs, evaluations.values, evaluations.noise_variance, evaluations.succeeded)
+    previous = _training.Previous(last_surrogate, small_state.posterior, small_state.posterior)
+    retrain = eqx.filter_jit(_training.retrain)
+
+    def fit(refit, learner=SMALL):
+        return retrain(
+            *rows,
+            jax.random.key(11),
+            learner,
+            num_initial=evaluations.num_initial,
+            previous=previous,
+            refit_hyperparameters=refit,
+        )
+
+    kept, fitted = fit(False), fit(True)
+    assert int(kept.hyperparameter_source) == _training.KEPT
+    assert int(fitted.hyperparameter_source) == _training.FITTED
+    assert_trees_equal(kept.posterior.kernel, last_surrogate.kernel)
+    assert_trees_equal(kept.posterior.mean, last_surrogate.mean)
+    moved = jax.tree_util.tree_leaves(fitted.posterior.kernel)[0] - jax.tree_util.tree_leaves(last_surrogate.kernel)[0]
+    assert float(jnp.max(jnp.abs(moved))) > 1e-6
+    keep, values, noise = _training.training_rows(rows, SMALL, evaluations.num_initial)
+    expected = condition_on_selected(
+        last_surrogate, evaluations.inputs, values, noise, keep, SMALL, num_initial=evaluations.num_initial
+    )
+    np.testing.assert_array_equal(kept.posterior.inducing_mask, expected.inducing_mask)
+    np.testing.assert_allclose(kept.posterior.inducing_inputs, expected.inducing_inputs, rtol=1e-12, atol=1e-12)
+    peaking = dataclasses.replace(SMALL, peak_tolerance_per_dimension=-1e3)
+    assert int(fit(False, peaking).hyperparameter_source) != _training.KEPT
+
+
 def test_a_stuck_round_keeps_the_one_of_the_last_two_mixtures_with_the_higher_elbo(small_state):
     """Whichever of the last two mixtures went astray (here: moved 3 widths of the high
     points' box off the posterior), a stuck round keeps the other one: on Lotka–Volterra

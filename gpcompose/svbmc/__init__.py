@@ -8,6 +8,9 @@ from .._noise_shaping import total_noise_variance as total_noise_variance
 from ._acquisitions import IMIQR as IMIQR
 from ._acquisitions import AbstractSVBMCAcquisition as AbstractSVBMCAcquisition
 from ._acquisitions import ProspectiveUncertainty as ProspectiveUncertainty
+from ._schedule import AbstractRefitSchedule as AbstractRefitSchedule
+from ._schedule import DoublingRounds as DoublingRounds
+from ._schedule import EveryRound as EveryRound
 from ._state import SVBMCState as SVBMCState
 from ._subset import stratified_kmeans_subset as stratified_kmeans_subset
 from ._trimming import trim_mask as trim_mask

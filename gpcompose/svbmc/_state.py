@@ -37,7 +37,8 @@ class SVBMCState(AbstractLearnerState):
     probes: Float[Array, "2 D"]
     stuck: Bool[Array, ""]
     # where the last retraining's hyperparameters came from: `_training.FITTED` (0),
-    # `UNFITTED_START` (1: every SGPR fit peaked) or `LAST_ROUND` (2: the new mixture found a mountain)
+    # `UNFITTED_START` (1: every SGPR fit peaked), `LAST_ROUND` (2: the new mixture found a mountain) or
+    # `KEPT` (3: a round between refits of `SVBMC.refit_schedule`)
     hyperparameter_source: Int[Array, ""]
     # the last rounds' mixtures and ELBOs, from which `result` picks the round to report (`_report.py`).
     # Its newest slot repeats `posterior`, `elbo` and `elbo_sd`. Those stay fields, not properties that

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
 from .._noise_shaping import shaping_variance, total_noise_variance
 from ..active_learning import Evaluations, censor_failures, failure_value
 from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximize_elbo
-from ._refit import condition_on_selected, refit_from_starts
+from ._refit import Refit, condition_on_selected, exceeds_ceiling, refit_from_starts
 from ._subset import stratified_kmeans_subset
 from ._surrogate import Surrogate, fit_exact, initial_surrogate, plausible_box
 from ._trimming import trim_level, trim_mask
@@ -161,14 +161,15 @@ class Previous(NamedTuple):
 FITTED = 0  # an SGPR fit that stays below the ceiling (`_refit.refit_from_starts`)
 UNFITTED_START = 1  # every fit peaked: the start with the higher bound, unfitted
 LAST_ROUND = 2  # the new mixture found a mountain: the last round's hyperparameters (active phase)
+KEPT = 3  # a round between refits (`SVBMC.refit_schedule`): the last round's hyperparameters, Z selected afresh
 
 
 class Retraining(NamedTuple):
     """`retrain`'s output. `stuck`: the round kept one of the last two mixtures because every
     candidate peaked; `probes` are then the next round's first `ask`s
     (`SVBMC.ask`).
-    `hyperparameter_source`: `FITTED`, `UNFITTED_START` or `LAST_ROUND` (a diagnostic: a run
-    whose rounds never fit leaves its surrogate as `init` made it)."""
+    `hyperparameter_source`: `FITTED`, `UNFITTED_START`, `LAST_ROUND` or `KEPT` (a
+    diagnostic: a run whose rounds never fit leaves its surrogate as `init` made it)."""
 
     posterior: sparse.SparsePosterior
     mixture: VBMCMixture
@@ -268,14 +269,9 @@ def _guarded_refit(
     previous: Previous | None,
     fit_mask: Bool[Array, " C"],
 ):
-    """`refit_from_starts` with the refit guard's check points: the training inputs and
-    draws (from fold_in(`key`, 1)) of the current mixture, or at initialisation of the
-    Gaussian of the highest points. The hyperparameters are fitted to the `fit_mask` rows."""
-    if previous is None:
-        reference = _start_mixture(rows, rows.log_densities, options)
-    else:
-        reference = previous.mixture
-    draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
+    """`refit_from_starts` with the refit guard's check points (`_check_points`). The
+    hyperparameters are fitted to the `fit_mask` rows."""
+    check_points, check_mask = _check_points(rows, key, options, previous)
     return refit_from_starts(
         starts,
         rows.inputs,
@@ -284,11 +280,35 @@ def _guarded_refit(
         rows.keep,
         options,
         num_initial=num_initial,
-        check_points=jnp.concatenate([rows.inputs, draws]),
-        check_mask=jnp.concatenate([rows.keep, jnp.ones((options.peak_check_samples,), bool)]),
+        check_points=check_points,
+        check_mask=check_mask,
         ceiling=ceiling,
         fit_mask=fit_mask,
     )
+
+
+def _check_points(rows: _TrainingSet, key, options: "SVBMC", previous: Previous | None):
+    """(points, mask) where the refit guard checks a sparse GP's mean: the training inputs
+    and draws (from fold_in(`key`, 1)) of the current mixture, or at initialisation of the
+    Gaussian of the highest points."""
+    if previous is None:
+        reference = _start_mixture(rows, rows.log_densities, options)
+    else:
+        reference = previous.mixture
+    draws = reference.sample(jax.random.fold_in(key, 1), options.peak_check_samples)
+    points = jnp.concatenate([rows.inputs, draws])
+    return points, jnp.concatenate([rows.keep, jnp.ones((options.peak_check_samples,), bool)])
+
+
+def _kept_hyperparameters(rows: _TrainingSet, key, ceiling, options: "SVBMC", previous: Previous, num_initial: int):
+    """(posterior, peaked): the sparse GP of the last round's hyperparameters on inducing
+    points selected afresh (`condition_on_selected`), and whether its mean exceeds the
+    ceiling at the refit guard's check points (`_check_points`)."""
+    kept = condition_on_selected(
+        previous.surrogate, rows.inputs, rows.log_densities, rows.noise, rows.keep, options, num_initial=num_initial
+    )
+    check_points, check_mask = _check_points(rows, key, options, previous)
+    return kept, exceeds_ceiling(kept, check_points, ceiling, check_mask)
 
 
 def _ascent(context: _Context, posterior, num_steps):
@@ -410,7 +430,7 @@ def _fall_back(context: _Context, previous: Previous, key, posterior, mixture, t
     return last_posterior, kept, jnp.stack([top, moved_check.top]), rejected
 
 
-def _active_phase(context: _Context, refit, previous: Previous, key, no_probes):
+def _active_phase(context: _Context, refit, refitted, previous: Previous, key, no_probes):
     """(posterior, mixture, probes, stuck, source) of an active round.
 
     The warm-started mixture is re-optimised, then one growth stage is tried while
@@ -436,7 +456,8 @@ def _active_phase(context: _Context, refit, previous: Previous, key, no_probes):
     posterior, mixture, probes, stuck = jax.lax.cond(
         new_check.peaked, fall_back, accept, posterior, mixture, new_check.top
     )
-    source = jnp.where(new_check.peaked, LAST_ROUND, jnp.where(refit.fell_back, UNFITTED_START, FITTED))
+    fitted_source = jnp.where(refit.fell_back, UNFITTED_START, FITTED)
+    source = jnp.where(new_check.peaked, LAST_ROUND, jnp.where(refitted, fitted_source, KEPT))
     return posterior, mixture, probes, stuck, source
 
 
@@ -451,6 +472,7 @@ def retrain(
     num_initial: int,
     previous: Previous | None,
     failed: Bool[Array, " C"] | None = None,
+    refit_hyperparameters: bool | Bool[ArrayLike, ""] = True,
 ):
     """The full SVBMC training pass on `training_rows` (with the `failed` rows censored);
     `previous` is None at initialisation (build-up from
@@ -458,7 +480,12 @@ def retrain(
     one growth stage while K < K_max). The sparse GP comes from
     `refit_from_starts`: the refit from the subset MAP, or in the active phase, if its mean
     rises above the ceiling at the training inputs or at draws of the current mixture,
-    the refit from the current hyperparameters. The draws of the new mixture
+    the refit from the current hyperparameters. An active round with
+    `refit_hyperparameters` False (`SVBMC.refit_schedule`) keeps the current
+    hyperparameters on inducing points selected afresh instead, unless that sparse GP's
+    mean rises above the ceiling at those points, in which case it refits (`lax.cond`:
+    the refit runs only then, in a single run; a Python `True` compiles no kept path). The
+    draws of the new mixture
     are checked too; if the mean exceeds the ceiling there, initialisation builds the
     mixture up again on the subset MAP's unfitted posterior, and an active round keeps
     the previous hyperparameters (on inducing points selected afresh) and re-optimises
@@ -487,12 +514,21 @@ def retrain(
     # the hyperparameters are fitted to the successful rows only: a censored failure's value is
     # imputed, not measured, and would otherwise set the lengthscales and scales
     successful = _TrainingSet(inputs, log_densities, noise, keep & succeeded)
-    starts = _hyperparameter_starts(
-        successful, subset_key, options, high_points, num_initial=num_initial, previous=previous
-    )
-    refit = _guarded_refit(
-        rows, starts, key, ceiling, options, num_initial=num_initial, previous=previous, fit_mask=successful.keep
-    )
+
+    def full_refit():
+        starts = _hyperparameter_starts(
+            successful, subset_key, options, high_points, num_initial=num_initial, previous=previous
+        )
+        return _guarded_refit(
+            rows, starts, key, ceiling, options, num_initial=num_initial, previous=previous, fit_mask=successful.keep
+        )
+
+    if previous is None or refit_hyperparameters is True:
+        refit, refitted = full_refit(), True
+    else:
+        kept, kept_peaked = _kept_hyperparameters(rows, key, ceiling, options, previous, num_initial)
+        refitted = jnp.asarray(refit_hyperparameters, bool) | kept_peaked
+        refit = jax.lax.cond(refitted, full_refit, lambda: Refit(kept, jnp.zeros((), bool), kept))
     # the components stay inside the high points' box [ours; VBMC: the training inputs' box,
     # which for a post-process set of optimiser runs reaches far past the posterior]
     component_box = (centre - 0.5 * width, centre + 0.5 * width)
@@ -503,7 +539,9 @@ def retrain(
     if previous is None:
         posterior, mixture, probes, stuck, source = _initial_phase(context, refit, mixture_key, no_probes)
     else:
-        posterior, mixture, probes, stuck, source = _active_phase(context, refit, previous, mixture_key, no_probes)
+        posterior, mixture, probes, stuck, source = _active_phase(
+            context, refit, refitted, previous, mixture_key, no_probes
+        )
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     source = jnp.asarray(source, jnp.int32)
     return Retraining(posterior, mixture, elbo_mean, elbo_sd, centre, width, probes, stuck, source)

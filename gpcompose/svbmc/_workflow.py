@@ -28,6 +28,7 @@ from ..active_learning import (
 from ..transforms import BoundedTransform, TransformedMixture, WhitenedTransform
 from ._acquisitions import IMIQR, AbstractSVBMCAcquisition, ProspectiveUncertainty
 from ._report import history_capacity, record_round, reported_slot, resize_history, start_history
+from ._schedule import AbstractRefitSchedule, DoublingRounds
 from ._state import SVBMCState
 from ._surrogate import Surrogate
 from ._training import Previous, new_point_value_and_noise, retrain, training_rows
@@ -73,7 +74,7 @@ class SVBMCAskInfo(eqx.Module):
 
 class SVBMCUpdateInfo(eqx.Module):
     """The retraining at the end of a round: the new ELBO and its BQ sd, where the
-    hyperparameters came from (`_training.FITTED`, `UNFITTED_START` or `LAST_ROUND`), and
+    hyperparameters came from (`_training.FITTED`, `UNFITTED_START`, `LAST_ROUND` or `KEPT`), and
     whether the round was stuck (every candidate mixture found a surrogate mountain, so the
     next round starts with probes)."""
 
@@ -313,6 +314,7 @@ def _retrain(learner: "SVBMC", state: SVBMCState, key: PRNGKeyArray) -> tuple[SV
         num_initial=evaluations.num_initial,
         previous=previous,
         failed=evaluations.censored,
+        refit_hyperparameters=learner.refit_schedule(state.history.num_rounds, evaluations.finished),
     )
     history = record_round(state.history, fit.mixture, fit.elbo, fit.elbo_sd, evaluations.num_evaluations)
     state = eqx.tree_at(
@@ -412,6 +414,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
     exact_fit_lengthscale_factors: tuple[float, ...] = eqx.field(static=True, default=(1.0, 0.5, 0.25))
     # BFGS steps of the SGPR MAP with the inducing points fixed (unstated in the paper)
     sparse_fit_steps: int = eqx.field(static=True, default=50)
+    # which active rounds refit the hyperparameters: `DoublingRounds()` (1, 2, 4, … and the last) [ours],
+    # since a round adds a few points to thousands; `EveryRound()` as Li et al. (2023, §3, step 7)
+    refit_schedule: AbstractRefitSchedule = eqx.field(default_factory=DoublingRounds)
     # the quadratic mean's scales ω_d are capped at this times the width of the high points'
     # box, so that the mean cannot stay flat where the data fall off
     quadratic_scale_cap: float = eqx.field(static=True, default=1.0)
@@ -476,6 +481,11 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
             raise ValueError(f"`report_window_fraction` must be in (0, 1], got {self.report_window_fraction}.")
         if self.mixture_family not in ("axis", "rotated"):
             raise ValueError(f"`mixture_family` must be 'axis' or 'rotated', got {self.mixture_family!r}.")
+        if not isinstance(self.refit_schedule, AbstractRefitSchedule):
+            raise ValueError(
+                "`refit_schedule` must be a refit schedule (`svbmc.DoublingRounds()`, `svbmc.EveryRound()`), "
+                f"got {self.refit_schedule!r}."
+            )
         if self.acquisition is not None and not isinstance(self.acquisition, AbstractSVBMCAcquisition):
             raise ValueError(
                 "`acquisition` must be None or an SVBMC acquisition module (`svbmc.ProspectiveUncertainty()`, "
