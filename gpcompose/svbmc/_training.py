@@ -300,15 +300,21 @@ def _check_points(rows: _TrainingSet, key, options: "SVBMC", previous: Previous 
     return points, jnp.concatenate([rows.keep, jnp.ones((options.peak_check_samples,), bool)])
 
 
-def _kept_hyperparameters(rows: _TrainingSet, key, ceiling, options: "SVBMC", previous: Previous, num_initial: int):
-    """(posterior, peaked): the sparse GP of the last round's hyperparameters on inducing
-    points selected afresh (`condition_on_selected`), and whether its mean exceeds the
-    ceiling at the refit guard's check points (`_check_points`)."""
+def _round_refit(full_refit, rows: _TrainingSet, key, ceiling, options: "SVBMC", previous, num_initial, refit_now):
+    """(refit, whether it fitted) of one retraining: `full_refit()` at initialisation or where
+    `refit_now` is a Python True; otherwise the sparse GP of the last round's
+    hyperparameters on inducing points selected afresh (`condition_on_selected`), unless
+    `refit_now` holds or that GP's mean exceeds the ceiling at the refit guard's check points
+    (`_check_points`), in which case `full_refit()` (a `lax.cond`: it runs only then, in a
+    single run)."""
+    if previous is None or refit_now is True:
+        return full_refit(), True
     kept = condition_on_selected(
         previous.surrogate, rows.inputs, rows.log_densities, rows.noise, rows.keep, options, num_initial=num_initial
     )
     check_points, check_mask = _check_points(rows, key, options, previous)
-    return kept, exceeds_ceiling(kept, check_points, ceiling, check_mask)
+    refitted = jnp.asarray(refit_now, bool) | exceeds_ceiling(kept, check_points, ceiling, check_mask)
+    return jax.lax.cond(refitted, full_refit, lambda: Refit(kept, jnp.zeros((), bool), kept)), refitted
 
 
 def _ascent(context: _Context, posterior, num_steps):
@@ -482,10 +488,7 @@ def retrain(
     rises above the ceiling at the training inputs or at draws of the current mixture,
     the refit from the current hyperparameters. An active round with
     `refit_hyperparameters` False (`SVBMC.refit_schedule`) keeps the current
-    hyperparameters on inducing points selected afresh instead, unless that sparse GP's
-    mean rises above the ceiling at those points, in which case it refits (`lax.cond`:
-    the refit runs only then, in a single run; a Python `True` compiles no kept path). The
-    draws of the new mixture
+    hyperparameters instead, unless they peak (`_round_refit`). The draws of the new mixture
     are checked too; if the mean exceeds the ceiling there, initialisation builds the
     mixture up again on the subset MAP's unfitted posterior, and an active round keeps
     the previous hyperparameters (on inducing points selected afresh) and re-optimises
@@ -523,12 +526,9 @@ def retrain(
             rows, starts, key, ceiling, options, num_initial=num_initial, previous=previous, fit_mask=successful.keep
         )
 
-    if previous is None or refit_hyperparameters is True:
-        refit, refitted = full_refit(), True
-    else:
-        kept, kept_peaked = _kept_hyperparameters(rows, key, ceiling, options, previous, num_initial)
-        refitted = jnp.asarray(refit_hyperparameters, bool) | kept_peaked
-        refit = jax.lax.cond(refitted, full_refit, lambda: Refit(kept, jnp.zeros((), bool), kept))
+    refit, refitted = _round_refit(
+        full_refit, rows, key, ceiling, options, previous, num_initial, refit_hyperparameters
+    )
     # the components stay inside the high points' box [ours; VBMC: the training inputs' box,
     # which for a post-process set of optimiser runs reaches far past the posterior]
     component_box = (centre - 0.5 * width, centre + 0.5 * width)
