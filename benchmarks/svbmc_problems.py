@@ -304,6 +304,12 @@ def run_settings(args):
     return learner, 2000
 
 
+def learner_options(learner) -> dict:
+    """The learner's fields for the JSON record, a module (acquisition, refit schedule) as its repr."""
+    fields = {name: getattr(learner, name) for name in learner.__dataclass_fields__}
+    return {name: repr(value) if isinstance(value, eqx.Module) else value for name, value in fields.items()}
+
+
 def learner_for(problem, learner, batch_size=None):
     """`learner` with the problem's evaluations per round, or `batch_size` if given."""
     return dataclasses.replace(learner, batch_size=problem.batch_size if batch_size is None else batch_size)
@@ -612,7 +618,7 @@ def run_problems(args, options, num_metric_samples, output_dir):
                 "log_normaliser": problem.log_normalizer,
                 "budget": args.budget or problem.budget,
                 "batch_size": args.batch_size or problem.batch_size,
-                "options": {k: getattr(learner, k) for k in learner.__dataclass_fields__},
+                "options": learner_options(learner),
                 "jax_version": jax.__version__,
                 "machine": {"platform": platform.platform(), "cpu": cpu_model(), "cpus": os.cpu_count()},
                 "runs": [],

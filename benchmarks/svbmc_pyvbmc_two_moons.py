@@ -47,7 +47,14 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import agg_pyplot, save_figure, utc_timestamp, write_json  # noqa: E402
-from svbmc_problems import bootstrap_median, run_seed, run_settings, seed_keys, two_moons  # noqa: E402
+from svbmc_problems import (  # noqa: E402
+    bootstrap_median,
+    learner_options,
+    run_seed,
+    run_settings,
+    seed_keys,
+    two_moons,
+)
 
 from gpcompose.problems import TwoMoons  # noqa: E402
 from gpcompose.problems.metrics import gskl, mmtv  # noqa: E402
@@ -290,7 +297,7 @@ def main():
         "svbmc": {
             "budget": args.budget,
             "batch_size": args.batch_size,
-            "options": {k: getattr(options, k) for k in options.__dataclass_fields__},
+            "options": learner_options(options),
         },
         "pyvbmc": {
             "max_fun_evals": None,
