@@ -267,6 +267,18 @@ def timing(data_dir, noisy):
     )
 
 
+PROBLEM_NAMES = (
+    "two_moons_vsbq",
+    "two_moons_paper",
+    "rosenbrock",
+    "rosenbrock_truncated",
+    "lotka_volterra_cmaes",
+    "lotka_volterra_mcmc",
+    "timing",
+    "timing_noisy",
+)
+
+
 def make_problem(name, data_dir=HERE.parent.parent / "shared" / "data"):
     builders = {
         "two_moons_vsbq": lambda: two_moons(0.1),
@@ -278,6 +290,7 @@ def make_problem(name, data_dir=HERE.parent.parent / "shared" / "data"):
         "timing": lambda: timing(data_dir, noisy=False),
         "timing_noisy": lambda: timing(data_dir, noisy=True),
     }
+    assert tuple(builders) == PROBLEM_NAMES
     if name not in builders:
         raise ValueError(f"unknown problem {name!r}; choose from {sorted(builders)}")
     return builders[name]()
@@ -653,7 +666,8 @@ def merged_results(directories):
     directory, e.g. `results/svbmc/<code>/svbmc`); a seed found twice is an error."""
     results = {}
     for directory in directories:
-        for path in sorted(Path(directory).glob("*.json")):
+        # only the problems' records: the folder also holds diagnoses and single-question runs
+        for path in sorted(p for p in Path(directory).glob("*.json") if p.stem in PROBLEM_NAMES):
             record = json.loads(path.read_text())
             if path.stem not in results:
                 results[path.stem] = record

@@ -458,7 +458,7 @@ def test_a_round_between_refits_keeps_the_hyperparameters_on_inducing_points_sel
             learner,
             num_initial=evaluations.num_initial,
             previous=previous,
-            refit_hyperparameters=refit,
+            refit_hyperparameters=jnp.asarray(refit),  # traced: one program for both
         )
 
     kept, fitted = fit(False), fit(True)
