@@ -192,6 +192,20 @@ def code_version() -> str:
     return commit + ("+changes" if changed else "")
 
 
+def compile_and_run_seconds(function, *args, **kwargs):
+    """(output, compile seconds, run seconds) of a compiled `function`: two calls on the same
+    arguments, the first's time less the second's being the compilation."""
+    import equinox as eqx
+
+    compiled = eqx.filter_jit(function)
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        output = jax.block_until_ready(compiled(*args, **kwargs))
+        times.append(time.perf_counter() - start)
+    return output, max(times[0] - times[1], 0.0), times[1]
+
+
 def write_json(path, data, indent=1):
     """Write `data` as JSON to `path`, creating its folder."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -27,33 +27,20 @@ jax.config.update("jax_enable_x64", True)
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import add_output_dir_and_quick, host_summary, utc_timestamp, write_json  # noqa: E402
+from _common import add_output_dir_and_quick, compile_and_run_seconds, host_summary, utc_timestamp, write_json  # noqa: E402
 from bes_botorch import initial_points  # noqa: E402
 
 import gpcompose  # noqa: E402
 from gpcompose import bo  # noqa: E402
 from gpcompose.bo._propose import proposal_context  # noqa: E402
 from gpcompose.problems import optimization_functions  # noqa: E402
-
-
-def compile_and_run_seconds(function, *args):
-    """(output, compile seconds, run seconds) of `eqx.filter_jit(function)(*args)`."""
-    compiled = eqx.filter_jit(function)
-    times = []
-    for _ in range(2):
-        start = time.perf_counter()
-        output = jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - start)
-    return output, max(times[0] - times[1], 0.0), times[1]
 
 
 def states_along_a_run(function, learner, seed, num_initial, budget, stops):

@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import add_output_dir_and_quick, utc_timestamp, write_json  # noqa: E402
+from _common import add_output_dir_and_quick, compile_and_run_seconds, utc_timestamp, write_json  # noqa: E402
 from svbmc_problems import initialise, make_problem, run_seed, seed_keys  # noqa: E402
 
 import gpcompose  # noqa: E402
@@ -54,18 +54,6 @@ RETRAINING_PHASES = {
     "_active_phase": "mixture (variational fit, growth)",
     "elbo": "final ELBO",
 }
-
-
-def compile_and_run_seconds(function, *args, **kwargs):
-    """(output, compile seconds, run seconds) of a compiled `function`: two calls on the same
-    arguments, the first's time less the second's being the compilation."""
-    compiled = eqx.filter_jit(function)
-    times = []
-    for _ in range(2):
-        start = time.perf_counter()
-        output = jax.block_until_ready(compiled(*args, **kwargs))
-        times.append(time.perf_counter() - start)
-    return output, max(times[0] - times[1], 0.0), times[1]
 
 
 def timed_phases(record: dict):
