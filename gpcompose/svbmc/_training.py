@@ -300,21 +300,28 @@ def _check_points(rows: _TrainingSet, key, options: "SVBMC", previous: Previous 
     return points, jnp.concatenate([rows.keep, jnp.ones((options.peak_check_samples,), bool)])
 
 
-def _round_refit(full_refit, rows: _TrainingSet, key, ceiling, options: "SVBMC", previous, num_initial, refit_now):
-    """(refit, whether it fitted) of one retraining: `full_refit()` at initialisation or where
-    `refit_now` is a Python True; otherwise the sparse GP of the last round's
-    hyperparameters on inducing points selected afresh (`condition_on_selected`), unless
-    `refit_now` holds or that GP's mean exceeds the ceiling at the refit guard's check points
-    (`_check_points`), in which case `full_refit()` (a `lax.cond`: it runs only then, in a
-    single run)."""
-    if previous is None or refit_now is True:
-        return full_refit(), True
-    kept = condition_on_selected(
+def _last_round_posterior(rows: _TrainingSet, options: "SVBMC", previous: Previous, num_initial: int):
+    """The sparse GP of the last round's hyperparameters on inducing points selected afresh
+    under them (`condition_on_selected`), so that the next round's points have free slots."""
+    return condition_on_selected(
         previous.surrogate, rows.inputs, rows.log_densities, rows.noise, rows.keep, options, num_initial=num_initial
     )
+
+
+def _round_refit(full_refit, rows: _TrainingSet, key, ceiling, options: "SVBMC", previous, num_initial, refit_now):
+    """(refit, whether it fitted, last_round_posterior) of one retraining: `full_refit()` at
+    initialisation or where `refit_now` is a Python True; otherwise the last round's
+    hyperparameters (`_last_round_posterior`), unless `refit_now` holds or that GP's mean
+    exceeds the ceiling at the refit guard's check points (`_check_points`), in which case
+    `full_refit()` (a `lax.cond`: it runs only then, in a single run). `last_round_posterior()`
+    gives `_last_round_posterior` for the fall-back of `_active_phase`, computed once."""
+    if previous is None or refit_now is True:
+        return full_refit(), True, lambda: _last_round_posterior(rows, options, previous, num_initial)
+    kept = _last_round_posterior(rows, options, previous, num_initial)
     check_points, check_mask = _check_points(rows, key, options, previous)
     refitted = jnp.asarray(refit_now, bool) | exceeds_ceiling(kept, check_points, ceiling, check_mask)
-    return jax.lax.cond(refitted, full_refit, lambda: Refit(kept, jnp.zeros((), bool), kept)), refitted
+    refit = jax.lax.cond(refitted, full_refit, lambda: Refit(kept, jnp.zeros((), bool), kept))
+    return refit, refitted, lambda: kept
 
 
 def _ascent(context: _Context, posterior, num_steps):
@@ -405,7 +412,7 @@ def _grow_once(context: _Context, posterior, key, mixture) -> VBMCMixture:
     return kept
 
 
-def _fall_back(context: _Context, previous: Previous, key, posterior, mixture, top):
+def _fall_back(context: _Context, previous: Previous, last_round_posterior, key, posterior, mixture, top):
     """(posterior, mixture, probes, stuck) of an active round whose new mixture peaked [ours]:
     the last round's hyperparameters on inducing points selected afresh (so that the next
     round's points have free slots again), and the last mixture re-optimised on that sparse
@@ -413,17 +420,11 @@ def _fall_back(context: _Context, previous: Previous, key, posterior, mixture, t
     with the higher ELBO on that sparse GP stays (the last one can be the one that went onto
     the mountain). The next round's acquisitions follow that mixture and would never reach
     either mountain, so its first two points are the mountains' tops (the highest-mean draws
-    of the rejected mixtures): their values, far below, pull the mountains down."""
-    rows, options = context.rows, context.options
-    last_posterior = condition_on_selected(
-        previous.surrogate,
-        rows.inputs,
-        rows.log_densities,
-        rows.noise,
-        rows.keep,
-        options,
-        num_initial=context.num_initial,
-    )
+    of the rejected mixtures): their values, far below, pull the mountains down.
+    `last_round_posterior()` gives that sparse GP (`_last_round_posterior`; a round between
+    refits has it already)."""
+    options = context.options
+    last_posterior = last_round_posterior()
     moved = _ascent(context, last_posterior, options.round_steps)(previous.mixture, key)
     moved_check = _check(context, last_posterior, moved)
     last_two = jax.tree_util.tree_map(
@@ -436,7 +437,7 @@ def _fall_back(context: _Context, previous: Previous, key, posterior, mixture, t
     return last_posterior, kept, jnp.stack([top, moved_check.top]), rejected
 
 
-def _active_phase(context: _Context, refit, refitted, previous: Previous, key, no_probes):
+def _active_phase(context: _Context, refit, refitted, last_round_posterior, previous: Previous, key, no_probes):
     """(posterior, mixture, probes, stuck, source) of an active round.
 
     The warm-started mixture is re-optimised, then one growth stage is tried while
@@ -457,7 +458,7 @@ def _active_phase(context: _Context, refit, refitted, previous: Previous, key, n
     def accept(posterior, mixture, top):
         return posterior, mixture, no_probes, jnp.asarray(False)
 
-    fall_back = functools.partial(_fall_back, context, previous, optimise_key)
+    fall_back = functools.partial(_fall_back, context, previous, last_round_posterior, optimise_key)
     new_check = _check(context, posterior, mixture)
     posterior, mixture, probes, stuck = jax.lax.cond(
         new_check.peaked, fall_back, accept, posterior, mixture, new_check.top
@@ -526,7 +527,7 @@ def retrain(
             rows, starts, key, ceiling, options, num_initial=num_initial, previous=previous, fit_mask=successful.keep
         )
 
-    refit, refitted = _round_refit(
+    refit, refitted, last_round_posterior = _round_refit(
         full_refit, rows, key, ceiling, options, previous, num_initial, refit_hyperparameters
     )
     # the components stay inside the high points' box [ours; VBMC: the training inputs' box,
@@ -540,7 +541,7 @@ def retrain(
         posterior, mixture, probes, stuck, source = _initial_phase(context, refit, mixture_key, no_probes)
     else:
         posterior, mixture, probes, stuck, source = _active_phase(
-            context, refit, refitted, previous, mixture_key, no_probes
+            context, refit, refitted, last_round_posterior, previous, mixture_key, no_probes
         )
     elbo_mean, elbo_sd = elbo(posterior, mixture, elbo_key, options.final_entropy_samples)
     source = jnp.asarray(source, jnp.int32)
