@@ -122,7 +122,9 @@ def refit_from_starts(
     the Z that was selected under them, so it keeps the current hyperparameters round after
     round, and each refit from them lengthens ℓ further. Fitting both starts and keeping the
     higher fitted bound would double the cost of a round, most of which is the SGPR fits.
-    A vmapped program runs every fit (`lax.cond` under `vmap`), with the same choice.
+    The starts are tried in one `lax.while_loop`, so the program holds one copy of the
+    fit; a vmapped program runs the next start's fit only while some member's fits peaked,
+    with the same choice.
 
     The MAP of step 2 uses the rows of `fit_mask` (default `keep`): the successful rows,
     without the censored failures (`_training.retrain`); Z and the posterior use `keep`.
@@ -144,22 +146,33 @@ def refit_from_starts(
         peaked = exceeds_ceiling(fitted_posterior, check_points, ceiling, check_mask)
         return start_posterior, conditioned_objective(start, start_posterior), fitted_posterior, peaked
 
-    def next_if_peaked(carry, start: Surrogate):
-        """The next start's candidate if every fit so far peaked, keeping the unfitted start
-        with the higher bound (ties within a relative 1e-6 to the earlier, `first_near_best`)."""
-        unfitted, unfitted_bound, _, peaked = carry
-
-        def try_next():
-            new_unfitted, new_bound, fitted, new_peaked = candidate(start)
-            later = first_near_best(jnp.stack([unfitted_bound, new_bound])) == 1
-            kept = select_tree(later, (new_unfitted, new_bound), (unfitted, unfitted_bound))
-            return (*kept, fitted, new_peaked)
-
-        return jax.lax.cond(peaked, try_next, lambda: carry)
-
-    carry = candidate(starts[0])
-    for start in starts[1:]:
-        carry = next_if_peaked(carry, start)
-    unfitted, _, posterior, peaked = carry
+    if len(starts) == 1:
+        unfitted, _, posterior, peaked = candidate(starts[0])
+    else:
+        unfitted, posterior, peaked = _first_unpeaked(candidate, starts)
     posterior = select_tree(peaked, unfitted, posterior)
     return Refit(posterior, peaked, unfitted)
+
+
+def _first_unpeaked(candidate, starts: list[Surrogate]):
+    """(unfitted, fitted, peaked) of `refit_from_starts` by a `lax.while_loop` over the
+    stacked starts: `candidate(start)` for each start in order while every fit so far
+    peaked; `unfitted` is the unfitted start with the highest bound among those tried (ties
+    within a relative 1e-6 to the earlier, `first_near_best`)."""
+    stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *starts)
+    shapes = jax.eval_shape(candidate, starts[0])
+    placeholder = jax.tree.map(lambda shape: jnp.zeros(shape.shape, shape.dtype), shapes)
+
+    def again(carry):
+        index, (_, _, _, peaked) = carry
+        return (index < len(starts)) & ((index == 0) | peaked)
+
+    def next_start(carry):
+        index, (unfitted, unfitted_bound, _, _) = carry
+        new_unfitted, new_bound, fitted, peaked = candidate(jax.tree.map(lambda leaf: leaf[index], stacked))
+        later = (index == 0) | (first_near_best(jnp.stack([unfitted_bound, new_bound])) == 1)
+        kept = select_tree(later, (new_unfitted, new_bound), (unfitted, unfitted_bound))
+        return index + 1, (*kept, fitted, peaked)
+
+    _, (unfitted, _, fitted, peaked) = jax.lax.while_loop(again, next_start, (jnp.asarray(0), placeholder))
+    return unfitted, fitted, peaked

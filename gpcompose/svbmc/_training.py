@@ -11,6 +11,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from .. import sparse
 from .._noise_shaping import shaping_variance, total_noise_variance
+from .._rare_cond import rare_cond
 from ..active_learning import Evaluations, censor_failures, failure_value
 from ..mixtures import VBMCMixture
 from ..quadrature import elbo, maximize_elbo
@@ -313,14 +314,15 @@ def _round_refit(full_refit, rows: _TrainingSet, key, ceiling, options: "SVBMC",
     initialisation or where `refit_now` is a Python True; otherwise the last round's
     hyperparameters (`_last_round_posterior`), unless `refit_now` holds or that GP's mean
     exceeds the ceiling at the refit guard's check points (`_check_points`), in which case
-    `full_refit()` (a `lax.cond`: it runs only then, in a single run). `last_round_posterior()`
-    gives `_last_round_posterior` for the fall-back of `_active_phase`, computed once."""
+    `full_refit()` (`gpcompose._rare_cond.rare_cond`: it runs only then, and under `vmap`
+    only when some member needs it). `last_round_posterior()` gives `_last_round_posterior`
+    for the fall-back of `_active_phase`, computed once."""
     if previous is None or refit_now is True:
         return full_refit(), True, lambda: _last_round_posterior(rows, options, previous, num_initial)
     kept = _last_round_posterior(rows, options, previous, num_initial)
     check_points, check_mask = _check_points(rows, key, options, previous)
     refitted = jnp.asarray(refit_now, bool) | exceeds_ceiling(kept, check_points, ceiling, check_mask)
-    refit = jax.lax.cond(refitted, full_refit, lambda: Refit(kept, jnp.zeros((), bool), kept))
+    refit = rare_cond(refitted, full_refit, lambda: Refit(kept, jnp.zeros((), bool), kept))
     return refit, refitted, lambda: kept
 
 
@@ -453,14 +455,14 @@ def _active_phase(context: _Context, refit, refitted, last_round_posterior, prev
     posterior = refit.posterior
     mixture = _ascent(context, posterior, context.options.round_steps)(previous.mixture, optimise_key)
     grow_once = functools.partial(_grow_once, context, posterior, growth_key)
-    mixture = jax.lax.cond(jnp.all(mixture.mask), lambda m: m, grow_once, mixture)
+    mixture = rare_cond(~jnp.all(mixture.mask), grow_once, lambda m: m, mixture)
 
     def accept(posterior, mixture, top):
         return posterior, mixture, no_probes, jnp.asarray(False)
 
     fall_back = functools.partial(_fall_back, context, previous, last_round_posterior, optimise_key)
     new_check = _check(context, posterior, mixture)
-    posterior, mixture, probes, stuck = jax.lax.cond(
+    posterior, mixture, probes, stuck = rare_cond(
         new_check.peaked, fall_back, accept, posterior, mixture, new_check.top
     )
     fitted_source = jnp.where(refit.fell_back, UNFITTED_START, FITTED)
@@ -495,11 +497,11 @@ def retrain(
     the previous hyperparameters (on inducing points selected afresh) and re-optimises
     the previous mixture on that sparse GP (if that peaks too, keeping the one of the last
     two mixtures with the higher ELBO there, and then probing the tops of both rejected
-    mixtures' mountains in the next round). Under
-    `vmap` both branches of the active phase's `lax.cond`s run, and a vmapped
-    initialisation builds the mixture up a second time for every seed once one seed needs
-    it (the two attempts are one `lax.while_loop`). The components stay inside the high
-    points' box.
+    mixtures' mountains in the next round). Under `vmap` the refit, the growth stage and
+    the fall-back run only when some member takes them (`gpcompose._rare_cond.rare_cond`),
+    and a vmapped initialisation builds the mixture up a second time for every seed once
+    one seed needs it (the two attempts are one `lax.while_loop`). The components stay
+    inside the high points' box.
 
     **Returns:** a `Retraining`.
     """
