@@ -32,9 +32,10 @@ def rare_cond(pred: Bool[Array, ""], rare_fun: Callable, usual_fun: Callable, *o
     Under `vmap` with a batched `pred`, `lax.cond` becomes a `select`: both branches run for
     every member. Here the batch runs `usual_fun` alone when no member takes `rare_fun`, and
     both (then a select) only when some member does; an unbatched `pred` stays a `lax.cond`.
-    Each branch appears once in the compiled program. For an expensive branch that is rarely
-    taken (a refit, a fall-back), a vmapped run then costs what its members' runs cost, not
-    every member's worst case. The values are those of `lax.cond`. The batching rule is a
+    The rare branch appears once in the batched program (the usual one twice, so pass the
+    cheap branch as `usual_fun`). For an expensive branch that is rarely taken (a refit, a
+    fall-back), a vmapped run then pays for it only at the steps where some member takes it
+    (for every member there). The values are those of `lax.cond`. The batching rule is a
     `jax.custom_batching.custom_vmap`, which has no reverse-mode derivative: this is for the
     control flow of drivers, not for the inside of an objective.
     """
