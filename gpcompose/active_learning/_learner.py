@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, PRNGKeyArray, PyTree
 
 from .._jit import public_jit
+from .._placeholder import zeros_like_output
 from .._validation import as_floating
 from ._evaluations import Evaluations
 from ._update_key import update_key
@@ -124,9 +125,7 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
         if self.round_size == 1:
             state, info = self.update_now(state)
             return state, TellInfo(succeeded, jnp.ones((), bool), info)
-        skipped = jax.tree.map(
-            lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), eqx.filter_eval_shape(self.update_now, state)[1]
-        )
+        skipped = zeros_like_output(self.update_now, state)[1]
         state, info = jax.lax.cond(self.round_complete(state), self.update_now, lambda s: (s, skipped), state)
         return state, TellInfo(succeeded, self.round_complete(state), info)
 

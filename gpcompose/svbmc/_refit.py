@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from .. import sparse
+from .._placeholder import zeros_like_output
 from .._select import select_tree
 from ..sparse import select_inducing_points
 from ._surrogate import Surrogate, conditioned_objective, first_near_best, fit_sparse
@@ -160,8 +161,7 @@ def _first_unpeaked(candidate, starts: list[Surrogate]):
     peaked; `unfitted` is the unfitted start with the highest bound among those tried (ties
     within a relative 1e-6 to the earlier, `first_near_best`)."""
     stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *starts)
-    shapes = jax.eval_shape(candidate, starts[0])
-    placeholder = jax.tree.map(lambda shape: jnp.zeros(shape.shape, shape.dtype), shapes)
+    placeholder = zeros_like_output(candidate, starts[0])
 
     def again(carry):
         index, (_, _, _, peaked) = carry

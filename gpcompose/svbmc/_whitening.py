@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from .._linalg import cholesky, solve_triangular
+from .._placeholder import zeros_like_output
 from .._select import select_tree
 from ..mixtures import VBMCMixture
 from ..sparse import SparsePosterior
@@ -273,8 +274,7 @@ def fit_and_whiten(
     pass_indices = jnp.arange(1 + options.whitening_passes, dtype=jnp.int32)
     start = _start_whitening(inputs, log_densities, observation_variance, succeeded, options, num_initial=num_initial)
     one_pass = functools.partial(_one_pass, fit_in, start, observation_variance, succeeded, options, num_initial)
-    fit_shape = jax.eval_shape(fit_in, inputs, log_densities, key)
-    placeholder = jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), fit_shape)
+    placeholder = zeros_like_output(fit_in, inputs, log_densities, key)
     initial = (space, inputs, log_densities, placeholder, jnp.asarray(0, jnp.int32))
     kept, _ = jax.lax.scan(one_pass, initial, (keys, pass_indices))
     return kept
