@@ -90,14 +90,15 @@ def maximize(
 
     solver = optx.BFGS(rtol=rtol, atol=atol)
     solution = optx.minimise(negative_log_density, solver, trainable, args, max_steps=max_steps, throw=False)
-    fitted = eqx.combine(solution.value, rest)
-    valid = satisfies_constraints(fitted)
-    value = -scale * negative_log_density(solution.value, args)
+    valid = satisfies_constraints(eqx.combine(solution.value, rest))
+    # One evaluation of the objective outside the solver, at the returned parameters (the
+    # solution, or the start where the solution breaks a constraint): one copy in the program.
+    returned = select_tree(valid, solution.value, trainable)
+    value = -scale * negative_log_density(returned, args)
     result = RESULTS.where(jnp.isfinite(value), RESULTS.promote(solution.result), RESULTS.nonfinite_objective)
-    start_value = -scale * negative_log_density(trainable, args)
     return MaximizeResult(
-        select_tree(valid, fitted, params),
-        jnp.where(valid, value, start_value),
+        eqx.combine(returned, rest),
+        value,
         RESULTS.where(valid, result, RESULTS.constraint_violated),
         jnp.asarray(solution.stats["num_steps"]),
     )
