@@ -52,12 +52,15 @@ def lookahead_variance(
 
     s⋆²(x′; x) = s²(x′) − C(x′, x)² / (s²(x) + σ²_x), where C is the posterior
     covariance; it does not depend on the unseen value and never exceeds s²(x′).
+
+    The projections L⁻¹k(X, X_query) do not depend on `x` and are solved apart from x's: under
+    `vmap` over `x` (a search over candidates) they stay one unbatched solve, and inside a
+    loop over `x` they are loop-invariant.
     """
     X_query = check_new_inputs(posterior.observations, X_query, "X_query")
     x = check_new_inputs(posterior.observations, jnp.atleast_2d(x), "x")
-    both = jnp.concatenate([X_query, x])
-    _, projected = _projections(posterior, both)
-    query_projected, point_projected = projected[:, :-1], projected[:, -1]
+    _, query_projected = _projections(posterior, X_query)
+    point_projected = _projections(posterior, x)[1][:, 0]
     prior_cross = posterior.kernel.cross(X_query, x)[:, 0]
     covariance = prior_cross - query_projected.T @ point_projected
     query_variance = posterior.kernel.diagonal(X_query) - jnp.sum(query_projected**2, axis=0)
