@@ -1,10 +1,10 @@
 """Where a `bo.BO` iteration spends its time: compile and run seconds of each phase of `ask`.
 
-The learners of `bes_botorch.py` (500 uniform candidates, 5 Adam restarts × 50 steps; BES± with
-the document's M = 200 pathwise samples of 100 random Fourier features and the exact bounds;
-EI beside it) on Branin and Hartmann-3, at the states of one run after 5d, 10d and the full 10d
-evaluations (the random design included). One `ask` is split into its phases by timing each as
-its own compiled program:
+The learners of `bes_botorch.py` (500 uniform candidates, 5 Adam restarts × 50 steps, 25 for the
+samples' extrema; BES± with the document's M = 200 pathwise samples of 100 random Fourier
+features and the exact bounds; EI beside it) on Branin and Hartmann-3, at the states of one run
+after 5d, 10d and the full 10d evaluations (the random design included). One `ask` is split
+into its phases by timing each as its own compiled program:
 
 - `surrogate fit`: standardisation and the ML-II BFGS fit of the GP (`bo._propose.proposal_context`);
 - `sample extrema` (BES±): the pathwise samples and their maxima and minima on the box

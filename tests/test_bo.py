@@ -76,7 +76,9 @@ def test_bes_falls_back_to_ei_when_nothing_is_accepted():
         surrogate = bo.fit_surrogate(evaluations.inputs, y, evaluations.succeeded, offset, SEARCH["fit_steps"])
         best = jnp.max(jnp.where(evaluations.succeeded, y, -jnp.inf))
         search = {name: SEARCH[name] for name in ("num_candidates", "num_starts", "search_steps")}
-        context = bo.ProposalContext(evaluations.inputs, evaluations.succeeded, surrogate, bounds, best, **search)
+        context = bo.ProposalContext(
+            evaluations.inputs, evaluations.succeeded, surrogate, bounds, best, extrema_steps=25, **search
+        )
         return x, info, bo.ExpectedImprovement().propose(context, sample_key, search_key).x
 
     x, info, ei_argmax = bes_and_ei(state, jax.random.key(7))
@@ -333,6 +335,8 @@ def test_bad_input_is_rejected():
         bo.BoundedEntropySearch(square_root_center="middle")
     with pytest.raises(ValueError, match="`num_samples` must be positive"):
         bo.MaxValueEntropySearch(num_samples=0)
+    with pytest.raises(ValueError, match="`extrema_steps` must be ≥ 0"):
+        bo.BO(extrema_steps=-1)
     state = RANDOM.init(NO_X, NO_Y, BRANIN_LOWER, BRANIN_UPPER, budget=3)
     with pytest.raises(ValueError, match="`noise_sd`"):
         RANDOM.tell(state, jnp.zeros(2), 1.0, noise_sd=0.1)

@@ -150,6 +150,23 @@ def test_extrema_bound_a_dense_grid(getkey):
     at_max = jax.vmap(samples.evaluate)(jnp.arange(8), extrema.x_max)
     np.testing.assert_allclose(at_max, extrema.value_max, rtol=1e-12)
     assert np.all((np.asarray(extrema.x_max) >= 0) & (np.asarray(extrema.x_max) <= 1))
+    assert extrema.value_max.dtype == extrema.x_min.dtype == jnp.float64
+
+
+def test_the_single_precision_search_finds_the_double_precision_extrema(getkey):
+    """The default search runs in float32 (polynomial cosines) and evaluates its end points
+    with the samples themselves: the extrema it returns agree with a float64 search from the
+    same candidates, and are the samples' values at the returned points."""
+    posterior, X, y = make_posterior(getkey())
+    samples = sampling.pathwise(getkey(), posterior, 8, num_features=100)
+    key = getkey()
+    box = (jnp.zeros(1), jnp.ones(1))
+    single = sampling.sample_extrema(key, samples, *box, num_candidates=64, num_starts=3)
+    double = sampling.sample_extrema(key, samples, *box, num_candidates=64, num_starts=3, search_dtype=jnp.float64)
+    np.testing.assert_allclose(single.value_max, double.value_max, atol=1e-6)
+    np.testing.assert_allclose(single.value_min, double.value_min, atol=1e-6)
+    at_min = jax.vmap(samples.evaluate)(jnp.arange(8), single.x_min)
+    np.testing.assert_allclose(at_min, single.value_min, rtol=1e-12)
 
 
 def test_bad_input_is_rejected(getkey):
@@ -162,5 +179,7 @@ def test_bad_input_is_rejected(getkey):
     samples = sampling.pathwise(getkey(), posterior, 3, num_features=30)
     with pytest.raises(ValueError, match="`lower` must be < `upper`"):
         sampling.sample_extrema(getkey(), samples, jnp.ones(1), jnp.zeros(1))
+    with pytest.raises(ValueError, match="`search_dtype`"):
+        sampling.sample_extrema(getkey(), samples, jnp.zeros(1), jnp.ones(1), search_dtype=jnp.int32)
     with pytest.raises(ValueError, match="`X`"):
         samples(jnp.zeros((3, 2)))

@@ -33,6 +33,7 @@ class ProposalContext(eqx.Module):
     num_candidates: int = eqx.field(static=True)
     num_starts: int = eqx.field(static=True)
     search_steps: int = eqx.field(static=True)
+    extrema_steps: int = eqx.field(static=True)
 
     @property
     def dimension(self) -> int:
@@ -63,7 +64,8 @@ class ProposalContext(eqx.Module):
 
     def extrema(self, key: PRNGKeyArray, num_samples: int, num_features: int):
         """The maximisers and maxima on the unit cube of `num_samples` pathwise samples of the
-        surrogate with `num_features` random Fourier features (`sampling.sample_extrema`)."""
+        surrogate with `num_features` random Fourier features, searched in single precision
+        with `num_starts` Adam restarts of `extrema_steps` steps (`sampling.sample_extrema`)."""
         sample_key, search_key = jax.random.split(key)
         samples = self.surrogate.samples(sample_key, num_samples, num_features)
         unit_lower = jnp.zeros(self.dimension, self.inputs.dtype)
@@ -74,7 +76,7 @@ class ProposalContext(eqx.Module):
             unit_lower + 1.0,
             num_candidates=self.num_candidates,
             num_starts=self.num_starts,
-            num_steps=self.search_steps,
+            num_steps=self.extrema_steps,
         )
 
     def expected_improvement(self) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:

@@ -81,6 +81,7 @@ class BO(AbstractActiveLearner[BOState]):
     num_candidates: int = eqx.field(static=True, default=500)  # uniform candidates per search
     num_starts: int = eqx.field(static=True, default=5)  # Adam restarts from the best candidates
     search_steps: int = eqx.field(static=True, default=50)  # Adam steps per restart
+    extrema_steps: int = eqx.field(static=True, default=25)  # Adam steps per restart on a sample (BES, MES, TS)
     fit_steps: int = eqx.field(static=True, default=100)  # BFGS steps of the ML-II fit of the surrogate
 
     def __check_init__(self):
@@ -94,6 +95,9 @@ class BO(AbstractActiveLearner[BOState]):
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
         if self.num_starts > self.num_candidates:
             raise ValueError(f"`num_starts` ({self.num_starts}) must not exceed `num_candidates`.")
+        for name in ("search_steps", "extrema_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"`{name}` must be ≥ 0, got {getattr(self, name)}.")
         size = self.initial_design_size
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
             raise ValueError(f"`initial_design_size` must be None or a positive int, got {size!r}.")

@@ -55,7 +55,10 @@ def proposal_context(learner: "BO", state: BOState) -> tuple[ProposalContext, In
     ỹ = min_n (y_n − location)/scale (`active_learning.censor_failures`)."""
     evaluations = state.evaluations
     search = dict(
-        num_candidates=learner.num_candidates, num_starts=learner.num_starts, search_steps=learner.search_steps
+        num_candidates=learner.num_candidates,
+        num_starts=learner.num_starts,
+        search_steps=learner.search_steps,
+        extrema_steps=learner.extrema_steps,
     )
     inputs, succeeded = evaluations.inputs, evaluations.succeeded
     if not learner.acquisition.uses_surrogate:

@@ -1,4 +1,5 @@
 import math
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -14,12 +15,15 @@ class RandomFourierFeatures(eqx.Module):
 
     With ω_f drawn from the kernel's spectral density and b_f ~ U[0, 2π),
     E[φ(x)ᵀφ(x′)] = k(x, x′) and the Monte-Carlo error of φ(X)φ(X)ᵀ falls like 1/√F.
+    `cosine` computes cos: `jnp.cos`, or a faster approximation where only a search depends
+    on the values (`sampling.sample_extrema` swaps in a polynomial).
     """
 
     frequencies: Float[Array, "F d"]
     phases: Float[Array, " F"]
     variance: Float[Array, ""]
     active_dims: tuple[int, ...] | None = eqx.field(static=True)
+    cosine: Callable[[Array], Array] = eqx.field(static=True, default=jnp.cos)
 
     @property
     def num_features(self) -> int:
@@ -30,7 +34,7 @@ class RandomFourierFeatures(eqx.Module):
         X = check_inputs(X, "X")
         projected = jax.vmap(lambda x: self.frequencies @ select_dims(self.active_dims, x))(X)
         amplitude = jnp.sqrt(2.0 * self.variance / self.num_features)
-        return amplitude * jnp.cos(projected + self.phases[None, :])
+        return amplitude * self.cosine(projected + self.phases[None, :])
 
 
 def random_features(

@@ -1,10 +1,14 @@
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, DTypeLike, Float, PRNGKeyArray
 
 from .._multistart import maximize_from_candidates
+from .._polynomial_cosine import polynomial_cosine
 from .._validation import check_box
+from ..kernels import RandomFourierFeatures
 from ._base import AbstractSamples
 
 
@@ -29,6 +33,7 @@ def sample_extrema(
     num_starts: int = 5,
     num_steps: int = 50,
     learning_rate: float = 0.05,
+    search_dtype: DTypeLike = jnp.float32,
 ) -> SampleExtrema:
     """Maximum and minimum of every sample on the box [`lower`, `upper`].
 
@@ -36,36 +41,71 @@ def sample_extrema(
     `num_starts` best (resp. worst) candidates start box-clipped Adam searches
     (`acquisition.maximize_multistart`, steps in units of the box width), vmapped over
     samples, both directions and starts. Nguyen et al. (2021) specify only "multi-start
-    gradient descent"; these defaults are ours. `ValueError` unless lower < upper.
+    gradient descent"; these defaults are ours.
+
+    The cosines of the random features dominate the cost. The search runs on a copy of the
+    samples in `search_dtype` whose features take their cosines from a polynomial (absolute
+    error about 3·10⁻⁷; XLA's CPU cosine does not vectorise); the end point of every start is
+    then evaluated by the samples themselves, and the best one kept, so every returned value
+    is the sample's value at the returned point, not an estimate. `ValueError` unless
+    lower < upper.
     """
     if not isinstance(samples, AbstractSamples):
         raise ValueError(f"`samples` must be an AbstractSamples, got {type(samples).__name__}.")
     lower, upper = check_box(lower, upper)
     if num_starts > num_candidates:
         raise ValueError(f"`num_starts` ({num_starts}) must not exceed `num_candidates` ({num_candidates}).")
-    return _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate)
+    search_dtype = jnp.dtype(search_dtype)
+    if not jnp.issubdtype(search_dtype, jnp.floating):
+        raise ValueError(f"`search_dtype` must be a real floating dtype, got {search_dtype}.")
+    return _sample_extrema(
+        key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate, search_dtype
+    )
+
+
+def _cast_floating(tree, dtype):
+    return jax.tree_util.tree_map(lambda leaf: leaf.astype(dtype) if eqx.is_inexact_array(leaf) else leaf, tree)
+
+
+def _search_copy(samples: AbstractSamples, dtype) -> AbstractSamples:
+    """The samples in `dtype`, their random features' cosines by `polynomial_cosine`."""
+
+    def swap_cosine(node):
+        if isinstance(node, RandomFourierFeatures):
+            return dataclasses.replace(node, cosine=polynomial_cosine)
+        return node
+
+    is_features = lambda node: isinstance(node, RandomFourierFeatures)  # noqa: E731
+    return _cast_floating(jax.tree_util.tree_map(swap_cosine, samples, is_leaf=is_features), dtype)
 
 
 @eqx.filter_jit
-def _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate):
+def _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate, search_dtype):
     unit = jax.random.uniform(key, (num_candidates, lower.shape[0]), lower.dtype)
     candidates = lower[None, :] + (upper - lower)[None, :] * unit
-    values = samples(candidates)
+    searched = _search_copy(samples, search_dtype)
+    search_lower, search_upper, search_candidates = _cast_floating((lower, upper, candidates), search_dtype)
+    values = searched(search_candidates)
     num_samples = samples.num_samples
 
     def search(index, sign):
+        search_sign = sign.astype(search_dtype)
         result = maximize_from_candidates(
-            lambda x: sign * samples.evaluate(index, x),
-            candidates,
+            lambda x: search_sign * searched.evaluate(index, x),
+            search_candidates,
             num_starts=num_starts,
-            values=sign * values[index],
-            scale=upper - lower,
+            values=search_sign * values[index],
+            scale=search_upper - search_lower,
             num_steps=num_steps,
             learning_rate=learning_rate,
-            lower=lower,
-            upper=upper,
+            lower=search_lower,
+            upper=search_upper,
         )
-        return result.x, sign * result.value
+        ends = jnp.clip(result.start_x.astype(lower.dtype), lower[None, :], upper[None, :])
+        end_values = jax.vmap(lambda x: sign * samples.evaluate(index, x))(ends)
+        end_values = jnp.where(jnp.isfinite(end_values), end_values, -jnp.inf)
+        best = jnp.argmax(end_values)
+        return ends[best], sign * end_values[best]
 
     indices = jnp.concatenate([jnp.arange(num_samples), jnp.arange(num_samples)])
     signs = jnp.concatenate([jnp.ones(num_samples, lower.dtype), -jnp.ones(num_samples, lower.dtype)])
