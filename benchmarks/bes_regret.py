@@ -60,7 +60,8 @@ METHODS = {  # name: (acquisition, uses f⁺, uses f⁻)
     "ERM": (bo.ExpectedRegretMinimization, True, False),
     "random": (bo.RandomSearch, False, False),
 }
-SEARCH_SETTINGS = ("num_candidates", "num_starts", "search_steps")  # `bo.BO` fields; the others are acquisitions'
+# `bo.BO` fields; the others are acquisitions'
+SEARCH_SETTINGS = ("num_candidates", "num_starts", "search_steps", "extrema_steps")
 
 
 def make_learner(method, settings):
@@ -149,6 +150,7 @@ def main():
     parser.add_argument("--candidates", type=int, default=256)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--extrema-steps", type=int, default=25, help="Adam steps of the samples' extrema search")
     parser.add_argument(
         "--square-root-center", choices=("data", "bound"), default="data", help="the SRGP's prior center (BES, ERM)"
     )
@@ -162,11 +164,13 @@ def main():
         "num_candidates": args.candidates,
         "num_starts": args.starts,
         "search_steps": args.steps,
+        "extrema_steps": args.extrema_steps,
         "square_root_center": args.square_root_center,
     }
     seeds = args.seeds
     if args.quick:
-        settings |= {"num_samples": 4, "num_features": 20, "num_candidates": 16, "num_starts": 2, "search_steps": 3}
+        small = {"num_samples": 4, "num_features": 20, "num_candidates": 16, "num_starts": 2}
+        settings |= small | {"search_steps": 3, "extrema_steps": 3}
         seeds = 2
     output = Path(args.output_dir)
     stem = args.name or ("bes_regret_quick" if args.quick else "bes_regret")

@@ -18,7 +18,7 @@ from gpcompose.problems import optimization_functions
 BRANIN = optimization_functions()["branin"]
 BRANIN_MINIMUM = BRANIN.minimum
 BRANIN_LOWER, BRANIN_UPPER = np.asarray(BRANIN.lower), np.asarray(BRANIN.upper)
-SEARCH = dict(num_candidates=64, num_starts=2, search_steps=15, fit_steps=40)
+SEARCH = dict(num_candidates=64, num_starts=2, search_steps=15, extrema_steps=10, fit_steps=40)
 SMALL_BES = bo.BO(acquisition=bo.BoundedEntropySearch(num_samples=16, num_features=40), **SEARCH)
 SMALL_EI = bo.BO(acquisition=bo.ExpectedImprovement(), **SEARCH)
 RANDOM = bo.BO(acquisition=bo.RandomSearch())
@@ -75,10 +75,8 @@ def test_bes_falls_back_to_ei_when_nothing_is_accepted():
         offset = bounded.square_root_offset(bounds)
         surrogate = bo.fit_surrogate(evaluations.inputs, y, evaluations.succeeded, offset, SEARCH["fit_steps"])
         best = jnp.max(jnp.where(evaluations.succeeded, y, -jnp.inf))
-        search = {name: SEARCH[name] for name in ("num_candidates", "num_starts", "search_steps")}
-        context = bo.ProposalContext(
-            evaluations.inputs, evaluations.succeeded, surrogate, bounds, best, extrema_steps=25, **search
-        )
+        search = {name: SEARCH[name] for name in ("num_candidates", "num_starts", "search_steps", "extrema_steps")}
+        context = bo.ProposalContext(evaluations.inputs, evaluations.succeeded, surrogate, bounds, best, **search)
         return x, info, bo.ExpectedImprovement().propose(context, sample_key, search_key).x
 
     x, info, ei_argmax = bes_and_ei(state, jax.random.key(7))

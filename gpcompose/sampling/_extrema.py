@@ -34,6 +34,7 @@ def sample_extrema(
     num_steps: int = 50,
     learning_rate: float = 0.05,
     search_dtype: DTypeLike = jnp.float32,
+    newton_steps: int = 2,
 ) -> SampleExtrema:
     """Maximum and minimum of every sample on the box [`lower`, `upper`].
 
@@ -47,8 +48,11 @@ def sample_extrema(
     samples in `search_dtype` whose features take their cosines from a polynomial (absolute
     error about 3·10⁻⁷; XLA's CPU cosine does not vectorise); the end point of every start is
     then evaluated by the samples themselves, and the best one kept, so every returned value
-    is the sample's value at the returned point, not an estimate. `ValueError` unless
-    lower < upper.
+    is the sample's value at the returned point, not an estimate. Adam's steps of nearly fixed
+    length leave that point about 10⁻³ of the box from the optimum; `newton_steps` projected
+    Newton steps on the samples themselves (coordinates held at a face stay there), each kept
+    only where it raises the value, take it there (quadratic convergence; D × D Hessians,
+    cheap at the dimensions of BO). `ValueError` unless lower < upper.
     """
     if not isinstance(samples, AbstractSamples):
         raise ValueError(f"`samples` must be an AbstractSamples, got {type(samples).__name__}.")
@@ -58,9 +62,33 @@ def sample_extrema(
     search_dtype = jnp.dtype(search_dtype)
     if not jnp.issubdtype(search_dtype, jnp.floating):
         raise ValueError(f"`search_dtype` must be a real floating dtype, got {search_dtype}.")
+    if isinstance(newton_steps, bool) or not isinstance(newton_steps, int) or newton_steps < 0:
+        raise ValueError(f"`newton_steps` must be a non-negative int, got {newton_steps!r}.")
     return _sample_extrema(
-        key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate, search_dtype
+        key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate, search_dtype, newton_steps
     )
+
+
+def _newton_polish(objective, x, value, lower, upper, num_steps: int):
+    """`num_steps` projected Newton steps on the box from (`x`, `value`), maximising: the
+    coordinates held at a face by the gradient stay fixed, the free ones F move by
+    −(H_FF)⁻¹ ∇_F f, then clipped to the box; a step is kept only where it raises the
+    objective (a non-finite one never)."""
+
+    def step(carry, _):
+        x, value = carry
+        gradient = jax.grad(objective)(x)
+        hessian = jax.hessian(objective)(x)
+        held = ((x <= lower) & (gradient < 0)) | ((x >= upper) & (gradient > 0))
+        free_hessian = jnp.where(held[:, None] | held[None, :], jnp.eye(x.shape[0], dtype=x.dtype), hessian)
+        free_gradient = jnp.where(held, 0.0, gradient)
+        moved = jnp.clip(x - jnp.linalg.solve(free_hessian, free_gradient), lower, upper)
+        moved_value = objective(moved)
+        better = jnp.isfinite(moved_value) & (moved_value > value)
+        return (jnp.where(better, moved, x), jnp.where(better, moved_value, value)), None
+
+    (x, value), _ = jax.lax.scan(step, (x, value), None, length=num_steps)
+    return x, value
 
 
 def _cast_floating(tree, dtype):
@@ -80,7 +108,9 @@ def _search_copy(samples: AbstractSamples, dtype) -> AbstractSamples:
 
 
 @eqx.filter_jit
-def _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate, search_dtype):
+def _sample_extrema(
+    key, samples, lower, upper, num_candidates, num_starts, num_steps, learning_rate, search_dtype, newton_steps
+):
     unit = jax.random.uniform(key, (num_candidates, lower.shape[0]), lower.dtype)
     candidates = lower[None, :] + (upper - lower)[None, :] * unit
     searched = _search_copy(samples, search_dtype)
@@ -105,7 +135,10 @@ def _sample_extrema(key, samples, lower, upper, num_candidates, num_starts, num_
         end_values = jax.vmap(lambda x: sign * samples.evaluate(index, x))(ends)
         end_values = jnp.where(jnp.isfinite(end_values), end_values, -jnp.inf)
         best = jnp.argmax(end_values)
-        return ends[best], sign * end_values[best]
+        x, value = _newton_polish(
+            lambda x: sign * samples.evaluate(index, x), ends[best], end_values[best], lower, upper, newton_steps
+        )
+        return x, sign * value
 
     indices = jnp.concatenate([jnp.arange(num_samples), jnp.arange(num_samples)])
     signs = jnp.concatenate([jnp.ones(num_samples, lower.dtype), -jnp.ones(num_samples, lower.dtype)])
