@@ -65,7 +65,8 @@ class ProposalContext(eqx.Module):
     def extrema(self, key: PRNGKeyArray, num_samples: int, num_features: int):
         """The maximisers and maxima on the unit cube of `num_samples` pathwise samples of the
         surrogate with `num_features` random Fourier features, searched in single precision
-        with `num_starts` Adam restarts of `extrema_steps` steps (`sampling.sample_extrema`)."""
+        with `num_starts` Adam restarts of `extrema_steps` steps, then polished by Newton steps
+        (`sampling.sample_extrema`)."""
         sample_key, search_key = jax.random.split(key)
         samples = self.surrogate.samples(sample_key, num_samples, num_features)
         unit_lower = jnp.zeros(self.dimension, self.inputs.dtype)

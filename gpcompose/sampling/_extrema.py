@@ -75,10 +75,13 @@ def _newton_polish(objective, x, value, lower, upper, num_steps: int):
     −(H_FF)⁻¹ ∇_F f, then clipped to the box; a step is kept only where it raises the
     objective (a non-finite one never)."""
 
+    def gradient_twice(x):
+        gradient = jax.grad(objective)(x)
+        return gradient, gradient
+
     def step(carry, _):
         x, value = carry
-        gradient = jax.grad(objective)(x)
-        hessian = jax.hessian(objective)(x)
+        hessian, gradient = jax.jacfwd(gradient_twice, has_aux=True)(x)  # one reverse pass for both
         held = ((x <= lower) & (gradient < 0)) | ((x >= upper) & (gradient > 0))
         free_hessian = jnp.where(held[:, None] | held[None, :], jnp.eye(x.shape[0], dtype=x.dtype), hessian)
         free_gradient = jnp.where(held, 0.0, gradient)
@@ -131,13 +134,12 @@ def _sample_extrema(
             lower=search_lower,
             upper=search_upper,
         )
+        exact = lambda x: sign * samples.evaluate(index, x)  # noqa: E731
         ends = jnp.clip(result.start_x.astype(lower.dtype), lower[None, :], upper[None, :])
-        end_values = jax.vmap(lambda x: sign * samples.evaluate(index, x))(ends)
+        end_values = jax.vmap(exact)(ends)
         end_values = jnp.where(jnp.isfinite(end_values), end_values, -jnp.inf)
         best = jnp.argmax(end_values)
-        x, value = _newton_polish(
-            lambda x: sign * samples.evaluate(index, x), ends[best], end_values[best], lower, upper, newton_steps
-        )
+        x, value = _newton_polish(exact, ends[best], end_values[best], lower, upper, newton_steps)
         return x, sign * value
 
     indices = jnp.concatenate([jnp.arange(num_samples), jnp.arange(num_samples)])
