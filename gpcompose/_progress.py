@@ -102,14 +102,14 @@ class ProgressBar:
         self.close()
 
 
-def _due(before, after, total: int, every: int):
+def _due(before, after, total, every: int):
     """Whether a loop that went from `before` to `after` steps (of `total`) reports: when it
     passed a multiple of `every`, or finished. For ints and for traced arrays alike."""
     return (after > before) & ((after // every > before // every) | (after == total))
 
 
-def _host_report(description: str, total: int, every: int, before, after, quantities, token) -> None:
-    before, after = int(before), int(after)
+def _host_report(description: str, every: int, before, after, total, quantities, token) -> None:
+    before, after, total = int(before), int(after), int(total)
     # checked here too: under `vmap` the `cond` of `report` runs this for every run at every step
     if not _due(before, after, total, every):
         return
@@ -123,7 +123,7 @@ def report(
     description: str,
     before: Int[ArrayLike, ""],
     after: Int[ArrayLike, ""],
-    total: int,
+    total: int | Int[ArrayLike, ""],
     every: int,
     quantities: Callable[[], Quantities],
     token: Int[ArrayLike, ""] | None = None,
@@ -140,8 +140,8 @@ def report(
     due = _due(before, after, total, every)
     if token is not None:
         due = due & (token >= 0)
-    callback = functools.partial(_host_report, description, total, every)
-    jax.lax.cond(due, lambda: jax.debug.callback(callback, before, after, quantities(), token), lambda: None)
+    callback = functools.partial(_host_report, description, every)
+    jax.lax.cond(due, lambda: jax.debug.callback(callback, before, after, total, quantities(), token), lambda: None)
 
 
 class _ReportingSteps(eqx.Module):

@@ -12,6 +12,7 @@ from gpcompose.active_learning import (
     AbstractActiveLearner,
     Checkpoint,
     Evaluations,
+    buffer_rows,
     censor_failures,
     failure_value,
     load_checkpoint,
@@ -94,7 +95,7 @@ Y0 = np.array([target(x) for x in X0])
 
 def test_buffer_counts_and_full_error():
     ev = Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.array([True, True]), budget=2)
-    assert ev.capacity == 4 and ev.budget == 2 and int(ev.num_evaluations) == 0
+    assert ev.capacity == 10 and ev.budget == 2 and int(ev.num_evaluations) == 0
     ev = ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
     ev = ev.record(jnp.zeros(2), jnp.asarray(0.0), jnp.asarray(1.0), jnp.asarray(False))
     assert int(ev.num_evaluations) == 2 and int(ev.num_failed) == 1 and bool(ev.finished)
@@ -102,6 +103,29 @@ def test_buffer_counts_and_full_error():
         ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
     with pytest.raises(ValueError, match="budget"):
         Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.ones(2, bool), budget=2.5)
+
+
+def test_buffer_rows_are_the_budget_rounded_up_to_four_steps_per_octave():
+    budgets = np.arange(0, 5000)
+    rows = np.array([buffer_rows(int(budget)) for budget in budgets])
+    assert np.all(rows[:9] == 8) and [buffer_rows(b) for b in (9, 11, 17, 200)] == [10, 12, 20, 224]
+    assert np.all(rows >= budgets) and np.all(rows <= np.maximum(1.25 * budgets, 8)) and np.all(np.diff(rows) >= 0)
+    # at most four distinct sizes per octave: a handful of shapes for every budget
+    assert len(set(rows[(budgets > 1024) & (budgets <= 2048)])) == 4
+
+
+def test_a_budget_below_the_buffer_rows_ends_the_run_at_the_budget():
+    """Budget 9 gets 10 free rows; the run is finished after 9 evaluations and a 10th raises."""
+    ev = Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.array([True, True]), budget=9)
+    assert ev.capacity == 12 and ev.free_rows == 10 and ev.budget == 9
+    record = jax.jit(lambda ev: ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True)))
+    for _ in range(9):
+        assert not bool(ev.finished)
+        ev = record(ev)
+    assert bool(ev.finished) and int(ev.num_evaluations) == 9
+    with pytest.raises(Exception, match="budget is exhausted"):
+        record(ev)
+    assert record._cache_size() == 1
 
 
 def test_censoring_fits_a_failure_at_the_lowest_fitted_value():
@@ -128,7 +152,9 @@ def test_a_failed_row_keeps_its_input_and_a_repeat_of_it_is_detected():
     evaluations = evaluations.record(jnp.array([jnp.inf, 1.0]), jnp.asarray(2.0), jnp.asarray(0.1), jnp.asarray(False))
     np.testing.assert_array_equal(evaluations.inputs[1], [0.5, -0.25])
     np.testing.assert_array_equal(evaluations.values[1:3], [0.0, 0.0])  # placeholders
-    np.testing.assert_array_equal(evaluations.censored, [False, True, False, False])  # an infinite input tells nothing
+    np.testing.assert_array_equal(
+        evaluations.censored[:4], [False, True, False, False]
+    )  # an infinite input tells nothing
     assert float(evaluations.noise_variance[2]) == np.inf
     assert bool(repeats_failure(jnp.array([0.5, -0.25]), evaluations.inputs, evaluations.censored))
     assert not bool(repeats_failure(jnp.array([0.5, -0.2499]), evaluations.inputs, evaluations.censored))
@@ -257,28 +283,30 @@ def test_interrupt_and_resume_from_checkpoint_is_bit_for_bit(tmp_path):
 def test_buffer_with_budget_keeps_every_evaluation():
     ev = Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.array([True, True]), budget=2)
     ev = ev.record(jnp.ones(2), jnp.asarray(-1.0), jnp.asarray(1.0), jnp.asarray(True))
-    longer = ev.with_budget(5)
-    assert longer.capacity == 7 and longer.budget == 5 and int(longer.num_evaluations) == 1
+    longer = ev.with_budget(9)
+    assert longer.capacity == 12 and longer.budget == 9 and int(longer.num_evaluations) == 1
     np.testing.assert_array_equal(longer.inputs[:3], ev.inputs[:3])
     np.testing.assert_array_equal(longer.values[:3], ev.values[:3])
     assert not bool(longer.evaluated[3:].any()) and not bool(longer.finished)
     shorter = longer.with_budget(1)
-    assert shorter.capacity == 3 and bool(shorter.finished)
+    assert shorter.capacity == 10 and bool(shorter.finished)
     with pytest.raises(ValueError, match=r"`budget` \(0\) is below the evaluations already told"):
         ev.with_budget(0)
 
 
 def test_resume_with_a_larger_budget_runs_the_extra_evaluations(tmp_path):
-    """A finished run of budget 6, loaded into a state of budget 9, makes 3 more
-    evaluations; its first 6 are the saved ones, and it equals a run of budget 9 from the
-    start (the keys of each evaluation depend only on its index)."""
+    """A finished run of budget 6, loaded with budget 9, makes 3 more evaluations; its
+    first 6 are the saved ones, and it equals a run of budget 9 from the start (the keys of
+    each evaluation depend only on its index). Loaded without a budget, it keeps its own."""
     learner = ToyLearner()
     key = jax.random.key(5)
     path = tmp_path / "run.gpc"
     first = run_black_box(learner, target, learner.init(X0, Y0, budget=6), key, checkpoint=Checkpoint(path))
     assert read_checkpoint_header(path)["budget"] == 6
-    like = eqx.filter_eval_shape(learner.init, X0, Y0, budget=9)
-    loaded_learner, loaded, loaded_key = load_checkpoint(path, learner, like)
+    like = eqx.filter_eval_shape(learner.init, X0, Y0, budget=1)
+    _, kept, _ = load_checkpoint(path, learner, like)
+    assert kept.evaluations.budget == 6 and bool(kept.evaluations.finished)
+    loaded_learner, loaded, loaded_key = load_checkpoint(path, learner, like, budget=9)
     assert loaded.evaluations.budget == 9 and int(loaded.evaluations.num_evaluations) == 6
     calls = {"n": 0}
 
@@ -288,12 +316,12 @@ def test_resume_with_a_larger_budget_runs_the_extra_evaluations(tmp_path):
 
     extended = run_black_box(loaded_learner, counted, loaded, loaded_key)
     assert calls["n"] == 3 and int(extended.evaluations.num_evaluations) == 9
-    np.testing.assert_array_equal(extended.evaluations.inputs[:8], first.evaluations.inputs)
+    np.testing.assert_array_equal(extended.evaluations.inputs[:8], first.evaluations.inputs[:8])
     whole = run_black_box(learner, target, learner.init(X0, Y0, budget=9), key)
     for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(extended)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    with pytest.raises(ValueError, match="holds 6 evaluations, more than `like`'s budget of 4"):
-        load_checkpoint(path, learner, eqx.filter_eval_shape(learner.init, X0, Y0, budget=4))
+    with pytest.raises(ValueError, match="holds 6 evaluations, more than the `budget` of 4"):
+        load_checkpoint(path, learner, like, budget=4)
 
 
 def test_checkpoint_refuses_other_method_settings_or_shapes(tmp_path):

@@ -164,14 +164,17 @@ def test_gaussian_target_end_to_end():
     assert samples.shape == (10, 2) and bool(jnp.all(jnp.isfinite(result.posterior.log_prob(samples))))
 
 
-def test_a_second_run_on_new_data_of_the_same_size_compiles_nothing(backend_compilations):
+def test_a_second_run_on_new_data_and_a_new_budget_compiles_nothing(backend_compilations):
     """`init` and `run_black_box` on other initial evaluations of the same shape, with another
-    key, after a first run: no program is compiled (or read from the cache) again."""
+    key and another budget of the same buffer rows (`active_learning.buffer_rows`), after a
+    first run: no program is compiled (or read from the cache) again."""
     run_black_box(LEARNER, target, start(jax.random.key(3)), jax.random.key(4))
     before = len(backend_compilations)
     X, y = initial_points(jax.random.key(21))
-    run_black_box(LEARNER, target, start(jax.random.key(22), X, y), jax.random.key(23))
+    state = LEARNER.init(X, y, budget=BUDGET - 1, key=jax.random.key(22))
+    second = run_black_box(LEARNER, target, state, jax.random.key(23))
     assert len(backend_compilations) == before
+    assert int(second.evaluations.num_evaluations) == BUDGET - 1
 
 
 @eqx.filter_jit
@@ -295,7 +298,7 @@ def test_acquisitions_stay_in_the_box_of_the_initial_design():
     X = np.asarray(MEAN[None, :] + 0.3 * SD[None, :] * jax.random.normal(jax.random.key(8), (NUM_INITIAL, 2)))
     y = np.asarray(jax.vmap(gaussian_log_density)(X))
     state = ask_tell_loop(start(jax.random.key(9), X, y), jax.random.key(10), BUDGET)
-    asked = np.asarray(state.evaluations.inputs[NUM_INITIAL:])
+    asked = np.asarray(state.evaluations.inputs[NUM_INITIAL : NUM_INITIAL + BUDGET])
     assert np.all((asked >= X.min(axis=0)) & (asked <= X.max(axis=0)))
 
 
@@ -315,7 +318,7 @@ def test_black_box_run_records_every_failure_and_goes_on():
         final = run_black_box(LEARNER, faulty, state, jax.random.key(13), callback=seen.append)
     evaluations = final.evaluations
     assert faulty.calls == BUDGET and int(evaluations.num_evaluations) == BUDGET
-    assert int(evaluations.num_failed) == 4 and bool(jnp.all(evaluations.evaluated))
+    assert int(evaluations.num_failed) == 4 and bool(jnp.all(evaluations.evaluated[: NUM_INITIAL + BUDGET]))
     assert [bool(progress.tell_info.succeeded) for progress in seen] == [False, True, False, False, True, False]
     assert all(bool(progress.tell_info.updated) for progress in seen) and int(final.boosting.num_steps) == BUDGET
     assert all(isinstance(progress.tell_info.update, boosting.BoostingInfo) for progress in seen)

@@ -18,7 +18,14 @@ import pytest
 import gpcompose
 from gpcompose import sparse, svbmc
 from gpcompose.acquisition import log_expected_interquantile_range, log_prospective_uncertainty, log_sinh
-from gpcompose.active_learning import Checkpoint, load_checkpoint, run_black_box, run_traceable, save_checkpoint
+from gpcompose.active_learning import (
+    Checkpoint,
+    buffer_rows,
+    load_checkpoint,
+    run_black_box,
+    run_traceable,
+    save_checkpoint,
+)
 from gpcompose.problems.metrics import gskl
 from gpcompose.svbmc import _surrogate, _training, _workflow
 from gpcompose.svbmc._refit import condition_on_selected
@@ -74,9 +81,9 @@ def test_traced_initial_rows_that_are_unusable_are_masked_out():
 
     traced = initialise(*spoil(np.nan, np.inf, -10.0))
     other = initialise(*spoil(-np.inf, -np.inf, -25.0))
-    bad = np.zeros(NUM_INITIAL + 3 + BUDGET, bool)
+    bad = np.zeros(NUM_INITIAL + 3 + buffer_rows(BUDGET), bool)
     bad[[3, 7, 11]] = True
-    bad[NUM_INITIAL + 3 :] = True  # the budget's empty slots
+    bad[NUM_INITIAL + 3 :] = True  # the buffer's free rows
     np.testing.assert_array_equal(np.asarray(traced.evaluations.succeeded), ~bad)
     for a, b in zip(jax.tree_util.tree_leaves(traced), jax.tree_util.tree_leaves(other)):
         if eqx.is_array(a) and jnp.issubdtype(a.dtype, jnp.floating):
@@ -132,15 +139,17 @@ def small_state():
     return SMALL.init(X, y, key=SMALL_STATE_DATA[1], budget=BUDGET)
 
 
-def test_a_second_run_on_new_data_of_the_same_size_compiles_nothing(small_state, backend_compilations):
+def test_a_second_run_on_new_data_and_a_new_budget_compiles_nothing(small_state, backend_compilations):
     """`init` and `run_black_box` on other initial evaluations of the same shape, with another
-    key, after a first run: no program is compiled (or read from the cache) again."""
+    key and another budget of the same buffer rows (`active_learning.buffer_rows`), after a
+    first run: no program is compiled (or read from the cache) again."""
     run_black_box(SMALL, python_gaussian, small_state, jax.random.key(4))
     before = len(backend_compilations)
     X, y = initial_evaluations(jax.random.key(21), NUM_INITIAL)
-    state = SMALL.init(X, y, key=jax.random.key(22), budget=BUDGET)
-    run_black_box(SMALL, python_gaussian, state, jax.random.key(23))
+    state = SMALL.init(X, y, key=jax.random.key(22), budget=BUDGET - 1)
+    second = run_black_box(SMALL, python_gaussian, state, jax.random.key(23))
     assert len(backend_compilations) == before
+    assert int(second.evaluations.num_evaluations) == BUDGET - 1
 
 
 def test_ask_tell_compile_once_and_resume_equals_uninterrupted(small_state, tmp_path, backend_compilations):
@@ -177,8 +186,7 @@ def test_ask_tell_compile_once_and_resume_equals_uninterrupted(small_state, tmp_
     for a, b in zip(jax.tree_util.tree_leaves(uninterrupted), jax.tree_util.tree_leaves(resumed)):
         assert a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
 
-    larger_budget = eqx.filter_eval_shape(SMALL.init, X, y, key=SMALL_STATE_DATA[1], budget=BUDGET + 1)
-    _, extended, _ = load_checkpoint(path, SMALL, larger_budget)  # the saved run, with one more evaluation to make
+    _, extended, _ = load_checkpoint(path, SMALL, like, budget=BUDGET + 1)  # one more evaluation to make
     assert extended.evaluations.budget == BUDGET + 1 and not bool(extended.evaluations.finished)
     assert_trees_equal(extended.posterior, loaded.posterior)
     other_data = eqx.filter_eval_shape(SMALL.init, X[1:], y[1:], key=SMALL_STATE_DATA[1], budget=BUDGET)
@@ -237,7 +245,8 @@ def test_a_target_that_raises_or_returns_nan_or_infinities_is_recorded_as_failed
         final = run_black_box(SMALL, broken, small_state, jax.random.key(7), callback=seen.append)
     evaluations = final.evaluations
     assert int(evaluations.num_evaluations) == BUDGET and int(evaluations.num_failed) == BUDGET
-    assert np.all(np.asarray(evaluations.evaluated)) and not np.any(np.asarray(evaluations.succeeded[NUM_INITIAL:]))
+    assert np.all(np.asarray(evaluations.evaluated[: NUM_INITIAL + BUDGET]))
+    assert not np.any(np.asarray(evaluations.succeeded[NUM_INITIAL:]))
     assert [bool(progress.tell_info.succeeded) for progress in seen] == [False] * BUDGET
     assert [bool(progress.tell_info.updated) for progress in seen] == [True] * BUDGET  # a failure ends its round
     result = SMALL.result(final)
@@ -731,7 +740,7 @@ def test_each_round_is_recorded_and_the_result_reports_the_round_the_rule_picks(
 def assert_same_run(batched, alone_inputs, alone_elbo, alone_elbo_sd):
     """One seed's state from a batch is the run made alone, to rounding carried through BFGS
     and Adam: every evaluated input, the final ELBO and its sd."""
-    np.testing.assert_allclose(batched.evaluations.inputs, alone_inputs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(batched.evaluations.inputs[: len(alone_inputs)], alone_inputs, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(batched.elbo, alone_elbo, atol=1e-6)
     np.testing.assert_allclose(batched.elbo_sd, alone_elbo_sd, rtol=1e-4)
 
@@ -783,7 +792,7 @@ def test_run_vmapped_over_seeds_equals_fits_made_alone():
         assert not np.allclose(alone.transform.factor, np.eye(2))
         np.testing.assert_allclose(member.transform.factor, alone.transform.factor, atol=1e-6)
         np.testing.assert_allclose(member.transform.shift, alone.transform.shift, atol=1e-6)
-        assert bool(jnp.all(member.evaluations.succeeded)) and alone.num_failed == 0
+        assert bool(jnp.all(member.evaluations.succeeded[: len(X) + BUDGET])) and alone.num_failed == 0
         assert_same_run(member, alone.transform.to_unbounded(alone.X), alone.elbo, alone.elbo_sd)
         result = learner.result(member)
         assert np.isfinite(float(result.elbo)) and np.all(np.isfinite(np.asarray(result.posterior.mean())))

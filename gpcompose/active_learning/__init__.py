@@ -11,6 +11,7 @@ from ._drivers import Progress as Progress
 from ._drivers import run_black_box as run_black_box
 from ._drivers import run_traceable as run_traceable
 from ._evaluations import Evaluations as Evaluations
+from ._evaluations import buffer_rows as buffer_rows
 from ._failures import censor_failures as censor_failures
 from ._failures import failure_value as failure_value
 from ._failures import repeats_failure as repeats_failure

@@ -41,7 +41,7 @@ def _header(learner: AbstractActiveLearner, state: AbstractLearnerState, key: PR
         "configuration": str(jax.tree.structure(learner)),
         "state_leaves": _leaf_shapes(state),
         "num_evaluations": int(state.evaluations.num_evaluations),
-        "budget": state.evaluations.budget,
+        "budget": int(state.evaluations.budget),
         "key": key_record,
     }
 
@@ -76,18 +76,18 @@ def read_checkpoint_header(path: str | os.PathLike) -> dict:
 
 
 def load_checkpoint(
-    path: str | os.PathLike, learner: AbstractActiveLearner, like: AbstractLearnerState
+    path: str | os.PathLike, learner: AbstractActiveLearner, like: AbstractLearnerState, *, budget: int | None = None
 ) -> tuple[AbstractActiveLearner, AbstractLearnerState, PRNGKeyArray | None]:
     """`(learner, state, key)` saved at `path` by `save_checkpoint` or `run_black_box`.
 
     `learner` and `like` give the structure to load into: the learner configured as the
-    saved run was, and a state of the same shapes, e.g.
-    `eqx.filter_eval_shape(learner.init, X, y, ..., budget=...)` (no computation). A
-    checkpoint of another method, of a learner with other settings (the static ones
-    included), or of a state with other shapes or dtypes raises `ValueError` saying which
-    differs. Only the budget may differ: the loaded state is then extended to `like`'s
-    budget (`learner.with_budget`), so that driving it on runs the extra evaluations; a
-    budget below the evaluations already made raises `ValueError`.
+    saved run was, and a state of the same data sizes, e.g.
+    `eqx.filter_eval_shape(learner.init, X, y, ..., budget=...)` (no computation; any
+    budget). A checkpoint of another method, of a learner with other settings (the static
+    ones included), or of a state with other shapes or dtypes raises `ValueError` saying
+    which differs. `budget`: the budget of the loaded run, by default the saved one; another
+    one extends (or shortens) the run (`learner.with_budget`), so that driving it on runs
+    the extra evaluations; a budget below the evaluations already made raises `ValueError`.
     """
     header = read_checkpoint_header(path)
     method = type(learner).__name__
@@ -98,15 +98,16 @@ def load_checkpoint(
             f"the checkpoint {os.fspath(path)!r} was written by a {method} with other settings: "
             f"saved {header['configuration']}, given {jax.tree.structure(learner)}."
         )
-    budget = like.evaluations.budget
-    saved_budget = header.get("budget", budget)
-    if saved_budget != budget:
-        if budget < header["num_evaluations"]:
-            raise ValueError(
-                f"the checkpoint {os.fspath(path)!r} holds {header['num_evaluations']} evaluations, more than "
-                f"`like`'s budget of {budget}: pass a state of a budget ≥ {header['num_evaluations']}."
-            )
-        like = eqx.filter_eval_shape(learner.with_budget, like, saved_budget)
+    saved_budget = header["budget"]
+    if budget is None:
+        budget = saved_budget
+    elif budget < header["num_evaluations"]:
+        raise ValueError(
+            f"the checkpoint {os.fspath(path)!r} holds {header['num_evaluations']} evaluations, more than "
+            f"the `budget` of {budget}: pass a budget ≥ {header['num_evaluations']}."
+        )
+    # the structure of the saved state: `like` with the saved budget's buffers
+    like = eqx.filter_eval_shape(learner.with_budget, like, saved_budget)
     shapes = _leaf_shapes(like)
     if header["state_leaves"] != shapes:
         differ = [

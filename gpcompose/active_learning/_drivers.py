@@ -83,7 +83,7 @@ def run_black_box(
     ask = eqx.filter_jit(learner.ask)
     tell = eqx.filter_jit(learner.tell)
     summary = eqx.filter_jit(learner.progress_summary)
-    done, budget = int(state.evaluations.num_evaluations), state.evaluations.budget
+    done, budget = int(state.evaluations.num_evaluations), int(state.evaluations.budget)
     enabled = show_progress(progress)
     try:
         # inside the `try`, so that an interrupted run's bar is closed before its warning

@@ -2,9 +2,25 @@
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._validation import raise_if
+
+
+def buffer_rows(budget: int) -> int:
+    """The free rows a buffer holds for `budget` evaluations: the smallest of 8, 10, 12, 14,
+    16, 20, 24, … (m·2ᵏ with m ∈ {4, 5, 6, 7}) that is ≥ `budget`, at most 25 % more than
+    asked from a budget of 8 on. The budget is an array in the state, so that runs whose
+    budgets share these rows share every compiled program."""
+    if budget <= 8:
+        return 8
+    step = 1 << (budget.bit_length() - 3)
+    return -(-budget // step) * step
+
+
+def _check_budget(budget) -> None:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
 
 
 class Evaluations(eqx.Module):
@@ -13,7 +29,9 @@ class Evaluations(eqx.Module):
     Rows `0 … num_initial − 1` hold the evaluations given to `init`; each evaluation told
     afterwards takes the next row, a failed one included (`succeeded` False), so that no
     evaluation is ever lost and `ask`/`tell` compile once for the whole run. The capacity is
-    `num_initial + budget`. `inputs` and `values` are in the learner's own space (e.g. an
+    `num_initial + buffer_rows(budget)`: `budget` is an array, and the rows past
+    `num_initial + budget` stay free, so that another budget with the same `buffer_rows`
+    compiles nothing new. `inputs` and `values` are in the learner's own space (e.g. an
     unbounded or unit-cube space). A failed row keeps its input and the learner's noise
     variance, with a placeholder value (0): the fits use it as a censored observation at their
     lowest successful value (`censored`, `censor_failures`). Only a failed row whose input is
@@ -25,6 +43,7 @@ class Evaluations(eqx.Module):
     noise_variance: Float[Array, " C"]
     evaluated: Bool[Array, " C"]
     succeeded: Bool[Array, " C"]
+    budget: Int[Array, ""]
     num_initial: int = eqx.field(static=True)
 
     def __check_init__(self):
@@ -38,11 +57,17 @@ class Evaluations(eqx.Module):
         y: Float[Array, " N"],
         noise_variance: Float[Array, " N"],
         usable: Bool[Array, " N"],
-        budget: int,
+        budget: int | Int[ArrayLike, ""],
+        *,
+        free_rows: int | None = None,
     ) -> "Evaluations":
-        """A buffer of `N + budget` rows holding the initial evaluations (`usable` marks
-        the successful ones; the others are failed rows, censored where their input is
-        finite, as in `record`) and `budget` free rows."""
+        """A buffer holding the initial evaluations (`usable` marks the successful ones; the
+        others are failed rows, censored where their input is finite, as in `record`) and
+        `free_rows` free rows, by default `buffer_rows(budget)`. Inside a compiled function
+        `budget` may be an array, given with its `free_rows` (≥ `budget`)."""
+        if free_rows is None:
+            _check_budget(budget)
+            free_rows = buffer_rows(budget)
         num_initial = X.shape[0]
         usable = jnp.asarray(usable, bool)
         located = jnp.all(jnp.isfinite(X), axis=-1)
@@ -52,18 +77,19 @@ class Evaluations(eqx.Module):
             noise_variance=jnp.where(located, noise_variance, jnp.inf),
             evaluated=jnp.ones((num_initial,), bool),
             succeeded=usable,
+            budget=jnp.asarray(budget, jnp.int32),
             num_initial=num_initial,
         )
-        return given.with_budget(budget)
+        return given.with_rows(free_rows)
 
     @property
     def capacity(self) -> int:
-        """C = `num_initial + budget`, the number of rows."""
+        """C = `num_initial + free_rows`, the number of rows."""
         return self.values.shape[-1]
 
     @property
-    def budget(self) -> int:
-        """The number of evaluations the run makes after `init`."""
+    def free_rows(self) -> int:
+        """The rows after the initial ones: `buffer_rows` of the budget the buffer was made for."""
         return self.capacity - self.num_initial
 
     @property
@@ -94,26 +120,33 @@ class Evaluations(eqx.Module):
         return self.num_evaluations >= self.budget
 
     def with_budget(self, budget: int) -> "Evaluations":
-        """The buffer of a run with `budget` evaluations after `init` in all: free rows added
-        (or dropped) at the end, every evaluation kept. A budget below the evaluations
-        already told raises (a `ValueError` at once when the buffer is concrete)."""
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
+        """The buffer of a run with `budget` evaluations after `init` in all: `buffer_rows(budget)`
+        free rows (rows added or dropped at the end), every evaluation kept. A budget below
+        the evaluations already told raises (a `ValueError` at once when the buffer is
+        concrete)."""
+        _check_budget(budget)
         message = f"`budget` ({budget}) is below the evaluations already told."
         evaluated = raise_if(self.evaluated, budget < self.num_evaluations, message)
-        padding = budget - self.budget
+        resized = eqx.tree_at(lambda e: (e.evaluated, e.budget), self, (evaluated, jnp.asarray(budget, jnp.int32)))
+        return resized.with_rows(buffer_rows(budget))
+
+    def with_rows(self, free_rows: int) -> "Evaluations":
+        """The same buffer with `free_rows` rows after the initial ones (added, free, or
+        dropped at the end); the caller keeps `free_rows` ≥ the budget."""
+        padding = free_rows - self.free_rows
 
         def resize(values, fill):
             if padding < 0:
-                return values[: self.num_initial + budget]
+                return values[: self.num_initial + free_rows]
             return jnp.concatenate([values, jnp.full((padding,) + values.shape[1:], fill, values.dtype)])
 
         return Evaluations(
             resize(self.inputs, 0.0),
             resize(self.values, 0.0),
             resize(self.noise_variance, 1.0),
-            resize(evaluated, False),
+            resize(self.evaluated, False),
             resize(self.succeeded, False),
+            self.budget,
             self.num_initial,
         )
 
@@ -129,7 +162,7 @@ class Evaluations(eqx.Module):
         finite one: the noise of its censored observation) and stores 0 for `value`; where `x`
         is not finite, its row holds 0 for `x` and +inf for `noise_variance` (see the class)."""
         slot = self.num_initial + self.num_evaluations
-        slot = eqx.error_if(slot, slot >= self.capacity, "tell: the evaluation budget is exhausted.")
+        slot = eqx.error_if(slot, self.num_evaluations >= self.budget, "tell: the evaluation budget is exhausted.")
         located = jnp.all(jnp.isfinite(x))
         return Evaluations(
             self.inputs.at[slot].set(jnp.where(located, x, 0.0)),
@@ -137,6 +170,7 @@ class Evaluations(eqx.Module):
             self.noise_variance.at[slot].set(jnp.where(located, noise_variance, jnp.inf)),
             self.evaluated.at[slot].set(True),
             self.succeeded.at[slot].set(succeeded),
+            self.budget,
             self.num_initial,
         )
 

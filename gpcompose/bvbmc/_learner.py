@@ -20,6 +20,7 @@ from ..acquisition import log_variance_regularizer, maximize_from_candidates
 from ..active_learning import (
     AbstractActiveLearner,
     Evaluations,
+    buffer_rows,
     censor_failures,
     failure_value,
     repeats_failure,
@@ -198,7 +199,9 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
         check_key(key)
-        return _initialise(self, jnp.asarray(X), jnp.asarray(y), key, budget)
+        return _initialise(
+            self, jnp.asarray(X), jnp.asarray(y), key, jnp.asarray(budget, jnp.int32), buffer_rows(budget)
+        )
 
     def acquisition(self, state: BVBMCState, index) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
         """x ↦ log a(x) + log regulariser(k̃(x)) for acquisition number `index` of
@@ -336,11 +339,11 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
 
 
 @eqx.filter_jit
-def _initialise(learner: BVBMC, X, y, key, budget: int) -> BVBMCState:
+def _initialise(learner: BVBMC, X, y, key, budget, free_rows: int) -> BVBMCState:
     num_initial, dimension = X.shape
-    inputs = jnp.concatenate([X, jnp.zeros((budget, dimension), X.dtype)])
-    log_densities = jnp.concatenate([y, jnp.zeros((budget,), y.dtype)])
-    evaluated = jnp.arange(num_initial + budget) < num_initial
+    inputs = jnp.concatenate([X, jnp.zeros((free_rows, dimension), X.dtype)])
+    log_densities = jnp.concatenate([y, jnp.zeros((free_rows,), y.dtype)])
+    evaluated = jnp.arange(num_initial + free_rows) < num_initial
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
     _, joint_key = jax.random.split(key)
@@ -363,7 +366,7 @@ def _initialise(learner: BVBMC, X, y, key, budget: int) -> BVBMCState:
     observations = surrogate.observations
     noise = jnp.max(jnp.where(observations.mask, observations.noise_variance, 0.0))
     noise_rows = jnp.where(evaluated, noise, 1.0)
-    evaluations = Evaluations(inputs, log_densities, noise_rows, evaluated, evaluated, num_initial)
+    evaluations = Evaluations(inputs, log_densities, noise_rows, evaluated, evaluated, budget, num_initial)
     return BVBMCState(evaluations, boosting_state, shift, scale, noise)
 
 

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 class RoundHistory(eqx.Module):
     """The mixtures, ELBOs, BQ sds and evaluation counts of the last H rounds, in a ring
     buffer: round r (0 is `init`'s fit, r ≥ 1 the r-th retraining) sits in slot r mod H.
-    H = ⌈f·R⌉ + 1 with R = ⌈N_f / n_active⌉ the rounds of a whole run (N_f the budget,
-    n_active `batch_size`) and f = `report_window_fraction`, so the reporting window of `reported_slot` always fits."""
+    H = ⌈f·R⌉ + 1 with R = ⌈N_f / n_active⌉ the rounds of a whole run (N_f the budget's
+    buffer rows, `active_learning.buffer_rows`; n_active `batch_size`) and
+    f = `report_window_fraction`, so the reporting window of `reported_slot` always fits."""
 
     mixtures: VBMCMixture  # every leaf stacked along a leading axis of length H
     elbos: Float[Array, " H"]

@@ -21,6 +21,7 @@ from ..active_learning import (
     Checkpoint,
     Evaluations,
     Progress,
+    buffer_rows,
     repeats_failure,
     require_single_run,
     run_black_box,
@@ -158,7 +159,9 @@ def _initial_rows(X, y, noise_sd, noiseless_variance: float, lower_bounds, upper
 
 
 @eqx.filter_jit
-def _initialise(learner: "SVBMC", X, y, observation_variance, key, transform, budget: int, noisy: bool) -> SVBMCState:
+def _initialise(
+    learner: "SVBMC", X, y, observation_variance, key, transform, budget, free_rows: int, noisy: bool
+) -> SVBMCState:
     X = jnp.asarray(X)
     space = WhitenedTransform.identity(transform)
     inputs = space.to_unbounded(X)
@@ -174,9 +177,9 @@ def _initialise(learner: "SVBMC", X, y, observation_variance, key, transform, bu
     inputs = jnp.where(usable[:, None], inputs, fill)
     # an initial row that fails is not censored (`init` drops it when it can): +inf noise marks it
     evaluations = Evaluations.start(
-        inputs, log_densities, jnp.where(usable, observation_variance, jnp.inf), usable, budget
+        inputs, log_densities, jnp.where(usable, observation_variance, jnp.inf), usable, budget, free_rows=free_rows
     )
-    padded = jnp.concatenate([inputs, jnp.zeros((budget, inputs.shape[1]), inputs.dtype)])
+    padded = jnp.concatenate([inputs, jnp.zeros((free_rows, inputs.shape[1]), inputs.dtype)])
     evaluations = eqx.tree_at(lambda e: e.inputs, evaluations, padded)  # masked rows at `fill`, not 0
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
@@ -206,7 +209,7 @@ def _initialise(learner: "SVBMC", X, y, observation_variance, key, transform, bu
         probes=fit.probes,
         stuck=fit.stuck,
         hyperparameter_source=fit.hyperparameter_source,
-        history=start_history(fit.mixture, fit.elbo, fit.elbo_sd, learner, budget),
+        history=start_history(fit.mixture, fit.elbo, fit.elbo_sd, learner, free_rows),
         noisy=noisy,
     )
 
@@ -511,7 +514,8 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
 
     def inducing_range(self, num_points: int, budget: int) -> tuple[int, int]:
         """(M_min, M_max) = (200, 300 + 2√N_f) for a run of N_f = `budget` evaluations, both
-        capped by the number of points (Li et al. 2023, App. B.2)."""
+        capped by the number of points (Li et al. 2023, App. B.2). A run takes N_f from its
+        buffer's free rows (`active_learning.buffer_rows` of its budget), a shape."""
         maximum = self.max_inducing if self.max_inducing is not None else 300 + int(2 * math.sqrt(budget))
         maximum = min(maximum, num_points)
         return min(self.min_inducing, maximum), maximum
@@ -520,12 +524,14 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         """The same run with `budget` new evaluations in all: the evaluation and GP data
         buffers resized, the inducing slots to the M_max + `batch_size` of that budget
         (`inducing_range`), so that the next retraining keeps the state's shapes, and the
-        round history to that budget's reporting window (`resize_history`)."""
+        round history to that budget's reporting window (`resize_history`); both follow the
+        buffer's free rows, so that a budget with the same rows changes no shape."""
         state = super().with_budget(state, budget)
-        maximum = self.inducing_range(state.evaluations.num_initial, budget)[1]
+        free_rows = state.evaluations.free_rows
+        maximum = self.inducing_range(state.evaluations.num_initial, free_rows)[1]
         surrogate = state.surrogate.with_capacity(state.evaluations.capacity)
         surrogate = surrogate.with_inducing_capacity(maximum + self.batch_size)
-        history = resize_history(state.history, history_capacity(self, budget))
+        history = resize_history(state.history, history_capacity(self, free_rows))
         return eqx.tree_at(lambda s: (s.surrogate, s.history), state, (surrogate, history))
 
     def entropy_samples(self) -> int:
@@ -575,7 +581,8 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         X, y, variance, transform, noisy = _initial_rows(
             X, y, noise_sd, self.noiseless_variance, lower_bounds, upper_bounds
         )
-        return _initialise(self, X, y, variance, key, transform, budget, noisy)
+        budget_array = jnp.asarray(budget, jnp.int32)
+        return _initialise(self, X, y, variance, key, transform, budget_array, buffer_rows(budget), noisy)
 
     @public_jit()
     def ask(self, state: SVBMCState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], SVBMCAskInfo]:
