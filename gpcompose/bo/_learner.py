@@ -222,7 +222,10 @@ class BO(AbstractActiveLearner[BOState]):
         succeeded = np.asarray(evaluations.succeeded)
         if not succeeded.any():
             raise ValueError("BO.result: no evaluation has succeeded yet.")
-        X = jax.vmap(state.scale_from_unit)(evaluations.inputs)[succeeded]
-        y = evaluations.values[succeeded]
-        best = int(jnp.argmax(y))
-        return BOResult(X[best], y[best], X, y, int(evaluations.num_failed))
+        # selected in NumPy: the rows' count changes with the budget, and JAX would compile
+        # each indexing operation again for it
+        X = np.asarray(jax.vmap(state.scale_from_unit)(evaluations.inputs))[succeeded]
+        y = np.asarray(evaluations.values)[succeeded]
+        best = int(np.argmax(y))
+        as_jax = jnp.asarray
+        return BOResult(as_jax(X[best]), as_jax(y[best]), as_jax(X), as_jax(y), int(evaluations.num_failed))

@@ -101,4 +101,4 @@ def minimize(
         checkpoint=checkpoint,
         progress=progress,
     )
-    return BOResult(found.x_best, -found.y_best, found.X, -found.y, found.num_failed)
+    return BOResult(found.x_best, -found.y_best, found.X, jnp.asarray(-np.asarray(found.y)), found.num_failed)

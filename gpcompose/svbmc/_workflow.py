@@ -654,9 +654,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         posterior = TransformedMixture(mixture, transform.bounded) if bounded else mixture
         evaluations = state.evaluations
         succeeded = np.asarray(evaluations.succeeded)
-        u = jnp.asarray(np.asarray(evaluations.inputs)[succeeded])
-        X = transform.from_unbounded(u)
-        y = jnp.asarray(np.asarray(evaluations.values)[succeeded]) - transform.log_abs_det_jacobian(u)
+        # mapped on the whole buffer, then selected in NumPy: the rows' count changes with the
+        # budget, and JAX would compile each operation on the selected rows again for it
+        X, y = (jnp.asarray(np.asarray(rows)[succeeded]) for rows in _original_space(transform, evaluations))
         return SVBMCResult(
             posterior,
             history.elbos[slot],
@@ -668,6 +668,14 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
             y,
             int(evaluations.num_failed),
         )
+
+
+@eqx.filter_jit
+def _original_space(transform: WhitenedTransform, evaluations: Evaluations):
+    """Every row's input and log density in the original space (the log-Jacobian of the
+    map to the inference space taken off)."""
+    u = evaluations.inputs
+    return transform.from_unbounded(u), evaluations.values - transform.log_abs_det_jacobian(u)
 
 
 def fit(
