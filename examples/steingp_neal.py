@@ -20,6 +20,7 @@ Run with `python examples/steingp_neal.py`. Writes `examples/steingp_neal.png` (
 mixture predictive mean ± 2 sd; histogram of the particles' lengthscales).
 """
 
+import functools
 import pathlib
 import time
 
@@ -63,6 +64,7 @@ def make_data(key):
     return x[:NUM_TRAIN, None], y[:NUM_TRAIN], x[NUM_TRAIN:, None], y[NUM_TRAIN:]
 
 
+@functools.partial(jax.jit, static_argnames=("num_signal", "num_noise"))
 def exact_lengthscale_marginal(X, y, log_lengthscales, num_signal, num_noise):
     """The exact posterior density of log10 ℓ on `log_lengthscales` (natural logs), by a dense grid.
 
@@ -91,7 +93,7 @@ def exact_lengthscale_marginal(X, y, log_lengthscales, num_signal, num_noise):
         log_prior = sum(prior.log_prob(value) for prior, value in zip(priors, theta))
         return gp.log_marginal_likelihood(posterior) + log_prior + jnp.sum(log_theta)
 
-    values = jax.jit(lambda g: jax.lax.map(log_posterior, g, batch_size=1024))(grid)
+    values = jax.lax.map(log_posterior, grid, batch_size=1024)
     log_marginal = jax.nn.logsumexp(values.reshape(log_lengthscales.shape[0], -1), axis=1)
     density = jnp.exp(log_marginal - jnp.max(log_marginal))
     return density / jnp.trapezoid(density, log_lengthscales / jnp.log(10.0))

@@ -419,3 +419,15 @@ def test_bad_inputs_raise_clear_errors(data):
         steingp.make_model(
             X, y, kernel=SquaredExponential(lengthscale=Positive(1.0, prior=Gamma(-1.0, 2.0))), likelihood=gaussian
         )
+
+
+def test_a_second_fit_on_new_data_of_the_same_size_compiles_nothing(data, backend_compilations):
+    """`steingp.fit` again with another key and other targets of the same shape: no program
+    is compiled again (the default optimizer is one object, not a new `optax.adam` whose
+    functions a jitted call would hash anew)."""
+    X, y = data
+    settings = dict(kernel=SquaredExponential(), likelihood=Gaussian(), num_particles=4, num_steps=5)
+    steingp.fit(X, y, key=jax.random.key(0), **settings)
+    before = len(backend_compilations)
+    steingp.fit(X, y + 0.5, key=jax.random.key(1), **settings)
+    assert len(backend_compilations) == before

@@ -11,6 +11,10 @@ from ._model import AbstractSteinGPModel
 from ._result import SteinGPResult
 from ._sparse import SparseWhitenedModel
 
+# One object for every default `SteinGP`: a jitted call hashes the optimizer's functions by
+# identity, so a fresh `optax.adam` per learner would compile the run again.
+DEFAULT_OPTIMIZER = optax.adam(0.05)
+
 
 class SteinGP(eqx.Module):
     """Stein variational GP inference (Pinder, Nemeth & Leslie 2020, Alg. 1) as an
@@ -50,7 +54,7 @@ class SteinGP(eqx.Module):
 
     model: AbstractSteinGPModel
     kernel: AbstractParticleKernel = eqx.field(default_factory=RBF)
-    optimizer: optax.GradientTransformation = eqx.field(default_factory=lambda: optax.adam(0.05))
+    optimizer: optax.GradientTransformation = eqx.field(default_factory=lambda: DEFAULT_OPTIMIZER)
     batch_size: int | None = eqx.field(static=True, default=None)
     initialization: Literal["prior", "around_initial"] = eqx.field(static=True, default="prior")
     initial_scale: Float[Array, ""] = eqx.field(converter=jnp.asarray, default=1.0)

@@ -25,6 +25,11 @@ def check_particles(particles: PyTree[Array], name: str) -> None:
         raise ValueError(f"Every leaf of `{name}` must have the same leading particle axis, got shapes {shapes}.")
 
 
+# One object for every default `SVGD`: a jitted call hashes the optimizer's functions by
+# identity, so a fresh `optax.sgd` per instance would compile the steps again.
+DEFAULT_OPTIMIZER = optax.sgd(1e-2)
+
+
 class SVGDState(eqx.Module):
     """The particles (leading axis J on every leaf), the optimizer state and the number of
     `step` calls so far, skipped steps included."""
@@ -96,7 +101,7 @@ class SVGD(eqx.Module):
 
     log_density: Callable[..., Float[Array, ""]]
     kernel: AbstractParticleKernel = eqx.field(default_factory=RBF)
-    optimizer: optax.GradientTransformation = eqx.field(default_factory=lambda: optax.sgd(1e-2))
+    optimizer: optax.GradientTransformation = eqx.field(default_factory=lambda: DEFAULT_OPTIMIZER)
 
     def init(self, particles: PyTree[Array]) -> SVGDState:
         """The state at `particles` (a leading axis J on every leaf), which must be finite (a
