@@ -11,7 +11,10 @@ active ones in rounds of 5) is split into the calls it makes:
   between them runs eagerly):
   `hyperparameter starts` (the exact-GP MAP on the stratified subset), `sparse refit` (inducing
   points and the SGPR MAP from those starts, with the refit guard), `mixture` (the variational
-  fit and growth stage) and `final ELBO` (the reported ELBO with its large entropy sample);
+  fit and growth stage) and `final ELBO` (the reported ELBO with its large entropy sample); the
+  round between refits likewise into `inducing points and conditioning` (the last round's
+  hyperparameters on inducing points selected afresh), `refit guard check` (its mean at the
+  training inputs and draws of q), `mixture` and `final ELBO`;
 - the target's evaluations and the host loop (`run_black_box`), the rest of the measured run.
 
 Each compiled program is called twice on the same arguments: the first call's time less the
@@ -54,12 +57,18 @@ RETRAINING_PHASES = {
     "_active_phase": "mixture (variational fit, growth)",
     "elbo": "final ELBO",
 }
+KEPT_ROUND_PHASES = {
+    "_last_round_posterior": "inducing points and conditioning",
+    "exceeds_ceiling": "refit guard check",
+    "_active_phase": "mixture (variational fit, growth)",
+    "elbo": "final ELBO",
+}
 
 
-def timed_phases(record: dict):
-    """Replace the retraining's phases in `_training` by compiled, timed ones that write their
+def timed_phases(record: dict, phases: dict):
+    """Replace the retraining's `phases` in `_training` by compiled, timed ones that write their
     (compile, run) seconds into `record`; returns the originals to restore."""
-    originals = {name: getattr(_training, name) for name in RETRAINING_PHASES}
+    originals = {name: getattr(_training, name) for name in phases}
 
     def timed(name, function):
         def call(*args, **kwargs):
@@ -72,6 +81,19 @@ def timed_phases(record: dict):
     for name, function in originals.items():
         setattr(_training, name, timed(name, function))
     return originals
+
+
+def split_round(learner, state, key, phases: dict, label: str, calls: int) -> list[tuple]:
+    """The rows of one retraining of `state` split into its `phases`, each timed as its own
+    compiled program (`timed_phases`)."""
+    record = {}
+    originals = timed_phases(record, phases)
+    try:
+        svbmc._workflow._retrain(learner, state, key)
+    finally:
+        for name, function in originals.items():
+            setattr(_training, name, function)
+    return [(f"  {label}: {text}", *record[name], calls) for name, text in phases.items()]
 
 
 def profile(problem_name: str, seed: int) -> dict:
@@ -89,7 +111,7 @@ def profile(problem_name: str, seed: int) -> dict:
     init_run = time.perf_counter() - start
     rows.append(("init", max(first - init_run, 0.0), init_run, 1))
 
-    budget = state.evaluations.capacity - state.evaluations.num_initial
+    budget = int(state.evaluations.budget)
     num_rounds = budget // learner.batch_size
     target = problem.log_density
     key = jax.random.fold_in(fit_key, 2)
@@ -119,16 +141,12 @@ def profile(problem_name: str, seed: int) -> dict:
     # the refitting round split into its phases: with `EveryRound` the retraining holds no
     # `lax.cond` on the schedule, so that its glue runs eagerly, each phase compiled
     refitting = dataclasses.replace(learner, refit_schedule=svbmc.EveryRound())
-    phases = {}
-    originals = timed_phases(phases)
-    try:
-        svbmc._workflow._retrain(refitting, state, key)
-    finally:
-        for name, function in originals.items():
-            setattr(_training, name, function)
-    for name, label in RETRAINING_PHASES.items():
-        compile_seconds, run_seconds = phases[name]
-        rows.append((f"  refitting round: {label}", compile_seconds, run_seconds, num_refits))
+    rows += split_round(refitting, state, key, RETRAINING_PHASES, "refitting round", num_refits)
+    if num_refits < num_rounds:
+        # eagerly, the kept path's glue (its `lax.cond`s) runs outside the timed phases
+        rows += split_round(
+            learner, as_round(kept_round), key, KEPT_ROUND_PHASES, "round between refits", num_rounds - num_refits
+        )
 
     start = time.perf_counter()
     outcome = run_seed(problem, seed, learner, num_metric_samples=1000)
