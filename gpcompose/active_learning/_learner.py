@@ -99,9 +99,10 @@ class AbstractActiveLearner(eqx.Module, Generic[State]):
     def with_budget(self, state: State, budget: int) -> State:
         """The state of the same run with `budget` evaluations after `init` in all, e.g. to
         resume a finished or checkpointed run for more evaluations: every buffer of capacity
-        `num_initial + budget` gets free rows (or loses free rows), every evaluation and fit
-        is kept. This default resizes `state.evaluations`; a learner whose model holds
-        other buffers of that capacity resizes them too."""
+        `num_initial + buffer_rows(budget)` gets free rows (or loses free rows), every
+        evaluation and fit is kept; a budget of the same rows changes no shape. This default
+        resizes `state.evaluations`; a learner whose model holds other buffers of that
+        capacity resizes them too."""
         return eqx.tree_at(lambda s: s.evaluations, state, state.evaluations.with_budget(budget))
 
     def update_now(self, state: State) -> tuple[State, UpdateInfo]:

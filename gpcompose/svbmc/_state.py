@@ -11,7 +11,7 @@ from ._report import RoundHistory
 class SVBMCState(AbstractLearnerState):
     """Everything an SVBMC run carries between `ask`/`tell` calls, in fixed-capacity buffers.
 
-    `evaluations` holds `N₀ + budget` rows in the inference space w (unbounded, whitened
+    `evaluations` holds `N₀ + buffer_rows(budget)` rows in the inference space w (unbounded, whitened
     once `transform` holds a whitening): the initial evaluations first, then one row per
     told evaluation, failed ones included (`succeeded` False). Its `values` are
     log p(x(w)) + log|dx/dw| in that space and its `noise_variance` the observation
