@@ -1,6 +1,8 @@
 """The shared active-learning layer on a toy learner: the buffer, the update key, both
 drivers, checkpoints (save, interrupt, resume, refusal) and reading a vmapped batch."""
 
+import json
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -343,3 +345,10 @@ def test_checkpoint_refuses_other_method_settings_or_shapes(tmp_path):
     bad.write_bytes(b"not a checkpoint\n")
     with pytest.raises(ValueError, match="not a gpcompose checkpoint"):
         load_checkpoint(bad, learner, state)
+    header, payload = path.read_bytes().split(b"\n", 1)
+    record = json.loads(header)
+    del record["budget"]  # as an earlier version's file without the budget
+    old = tmp_path / "old.gpc"
+    old.write_bytes(json.dumps(record).encode() + b"\n" + payload)
+    with pytest.raises(ValueError, match="records no budget"):
+        load_checkpoint(old, learner, state)

@@ -98,7 +98,12 @@ def load_checkpoint(
             f"the checkpoint {os.fspath(path)!r} was written by a {method} with other settings: "
             f"saved {header['configuration']}, given {jax.tree.structure(learner)}."
         )
-    saved_budget = header["budget"]
+    saved_budget = header.get("budget")
+    if not isinstance(saved_budget, int):
+        raise ValueError(
+            f"the checkpoint {os.fspath(path)!r} records no budget: it was written by an earlier gpcompose, "
+            "whose states this version does not read."
+        )
     if budget is None:
         budget = saved_budget
     elif budget < header["num_evaluations"]:
