@@ -222,10 +222,10 @@ class BO(AbstractActiveLearner[BOState]):
         succeeded = np.asarray(evaluations.succeeded)
         if not succeeded.any():
             raise ValueError("BO.result: no evaluation has succeeded yet.")
-        # selected in NumPy: the rows' count changes with the budget, and JAX would compile
-        # each indexing operation again for it
+        # selected in NumPy and put on the device: the rows' count changes with the budget,
+        # and JAX would compile each operation on them (`jnp.asarray` included) again
         X = np.asarray(jax.vmap(state.scale_from_unit)(evaluations.inputs))[succeeded]
         y = np.asarray(evaluations.values)[succeeded]
         best = int(np.argmax(y))
-        as_jax = jnp.asarray
-        return BOResult(as_jax(X[best]), as_jax(y[best]), as_jax(X), as_jax(y), int(evaluations.num_failed))
+        put = jax.device_put
+        return BOResult(put(X[best]), put(y[best]), put(X), put(y), int(evaluations.num_failed))

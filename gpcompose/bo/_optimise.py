@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float, PRNGKeyArray
@@ -101,4 +102,4 @@ def minimize(
         checkpoint=checkpoint,
         progress=progress,
     )
-    return BOResult(found.x_best, -found.y_best, found.X, jnp.asarray(-np.asarray(found.y)), found.num_failed)
+    return BOResult(found.x_best, -found.y_best, found.X, jax.device_put(-np.asarray(found.y)), found.num_failed)

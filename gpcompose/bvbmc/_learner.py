@@ -332,8 +332,9 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         elbo_mean, elbo_sd = _elbo(self, state)
         evaluations = state.evaluations
         succeeded = np.asarray(evaluations.succeeded)
-        X = jnp.asarray(np.asarray(evaluations.inputs)[succeeded])
-        y = jnp.asarray(np.asarray(evaluations.values)[succeeded])
+        # `device_put`, not `jnp.asarray`, which compiles a copy program for every new count of rows
+        X = jax.device_put(np.asarray(evaluations.inputs)[succeeded])
+        y = jax.device_put(np.asarray(evaluations.values)[succeeded])
         boosting = state.boosting
         return BVBMCResult(boosting.mixture, elbo_mean, elbo_sd, boosting.surrogate, X, y, int(evaluations.num_failed))
 

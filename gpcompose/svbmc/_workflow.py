@@ -654,9 +654,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         posterior = TransformedMixture(mixture, transform.bounded) if bounded else mixture
         evaluations = state.evaluations
         succeeded = np.asarray(evaluations.succeeded)
-        # mapped on the whole buffer, then selected in NumPy: the rows' count changes with the
-        # budget, and JAX would compile each operation on the selected rows again for it
-        X, y = (jnp.asarray(np.asarray(rows)[succeeded]) for rows in _original_space(transform, evaluations))
+        # mapped on the whole buffer, then selected in NumPy and put on the device: the rows'
+        # count changes with the budget, and JAX would compile each operation on them again
+        X, y = (jax.device_put(np.asarray(rows)[succeeded]) for rows in _original_space(transform, evaluations))
         return SVBMCResult(
             posterior,
             history.elbos[slot],
