@@ -11,16 +11,14 @@ def buffer_rows(budget: int) -> int:
     """The free rows a buffer holds for `budget` evaluations: the smallest of 8, 10, 12, 14,
     16, 20, 24, … (m·2ᵏ with m ∈ {4, 5, 6, 7}) that is ≥ `budget`, at most 25 % more than
     asked from a budget of 8 on. The budget is an array in the state, so that runs whose
-    budgets share these rows share every compiled program."""
+    budgets share these rows share every compiled program. `ValueError` unless `budget` is a
+    non-negative int."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
     if budget <= 8:
         return 8
     step = 1 << (budget.bit_length() - 3)
     return -(-budget // step) * step
-
-
-def _check_budget(budget) -> None:
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
 
 
 class Evaluations(eqx.Module):
@@ -66,7 +64,6 @@ class Evaluations(eqx.Module):
         `free_rows` free rows, by default `buffer_rows(budget)`. Inside a compiled function
         `budget` may be an array, given with its `free_rows` (≥ `budget`)."""
         if free_rows is None:
-            _check_budget(budget)
             free_rows = buffer_rows(budget)
         num_initial = X.shape[0]
         usable = jnp.asarray(usable, bool)
@@ -124,11 +121,11 @@ class Evaluations(eqx.Module):
         free rows (rows added or dropped at the end), every evaluation kept. A budget below
         the evaluations already told raises (a `ValueError` at once when the buffer is
         concrete)."""
-        _check_budget(budget)
+        free_rows = buffer_rows(budget)
         message = f"`budget` ({budget}) is below the evaluations already told."
         evaluated = raise_if(self.evaluated, budget < self.num_evaluations, message)
         resized = eqx.tree_at(lambda e: (e.evaluated, e.budget), self, (evaluated, jnp.asarray(budget, jnp.int32)))
-        return resized.with_rows(buffer_rows(budget))
+        return resized.with_rows(free_rows)
 
     def with_rows(self, free_rows: int) -> "Evaluations":
         """The same buffer with `free_rows` rows after the initial ones (added, free, or

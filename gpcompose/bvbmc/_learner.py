@@ -196,12 +196,9 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         """
         traced = any(isinstance(value, jax.core.Tracer) for value in (X, y))
         X, y = _check_initial(X, y, traced)
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
+        free_rows = buffer_rows(budget)  # checks `budget`
         check_key(key)
-        return _initialise(
-            self, jnp.asarray(X), jnp.asarray(y), key, jnp.asarray(budget, jnp.int32), buffer_rows(budget)
-        )
+        return _initialise(self, jnp.asarray(X), jnp.asarray(y), key, jnp.asarray(budget, jnp.int32), free_rows)
 
     def acquisition(self, state: BVBMCState, index) -> Callable[[Float[Array, " D"]], Float[Array, ""]]:
         """x ↦ log a(x) + log regulariser(k̃(x)) for acquisition number `index` of

@@ -575,14 +575,12 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         bounds) are kept but masked out of every fit (`evaluations.succeeded` is False for
         them), without a warning.
         """
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise ValueError(f"`budget` must be a non-negative int, got {budget!r}.")
+        free_rows = buffer_rows(budget)  # checks `budget`
         check_key(key)
         X, y, variance, transform, noisy = _initial_rows(
             X, y, noise_sd, self.noiseless_variance, lower_bounds, upper_bounds
         )
-        budget_array = jnp.asarray(budget, jnp.int32)
-        return _initialise(self, X, y, variance, key, transform, budget_array, buffer_rows(budget), noisy)
+        return _initialise(self, X, y, variance, key, transform, jnp.asarray(budget, jnp.int32), free_rows, noisy)
 
     @public_jit()
     def ask(self, state: SVBMCState, key: PRNGKeyArray) -> tuple[Float[Array, " D"], SVBMCAskInfo]:
