@@ -51,7 +51,13 @@ def test_methods_are_the_module_functions_and_update_equals_refit(build, predict
         np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
 
 
-@pytest.mark.parametrize("build", [exact, sparse_posterior], ids=["exact", "sparse"])
+def sparse_with_free_slots(count):
+    return sparse_posterior(count).with_inducing_capacity(9)
+
+
+@pytest.mark.parametrize(
+    "build", [exact, sparse_posterior, sparse_with_free_slots], ids=["exact", "sparse", "sparse-free-slots"]
+)
 def test_functional_moments_of_point_values_give_the_predictive(build):
     posterior = build(12)
     assert isinstance(posterior, AbstractGaussianPosterior)

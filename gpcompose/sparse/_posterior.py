@@ -44,6 +44,13 @@ class SparsePosterior(AbstractGaussianPosterior):
         """c = L_S⁻¹ r."""
         return solve_triangular(self.inner_lower, self.projected_residual)
 
+    @property
+    def mean_weights(self) -> Float[Array, " M"]:
+        """v = L⁻ᵀ L_S⁻ᵀ c, so that the SGPR mean is m(x) + k(x, Z) v (the bᵀc of `predict`,
+        with b = L_S⁻¹ L⁻¹ k(Z, x), associated the other way)."""
+        inner = solve_triangular(self.inner_lower, self.inner_weights, transpose=True)
+        return solve_triangular(self.inducing_factor.lower, inner, transpose=True)
+
     # The methods of `AbstractPosterior` are the module's functions (`sparse.predict`, …),
     # imported on call: those modules import this one.
     def predict(self, X):
@@ -119,10 +126,15 @@ class SparsePosterior(AbstractGaussianPosterior):
     def functional_moments(self, cross):
         """(bᵀ c, aᵀa − bᵀb) with a = L⁻¹ cᵀ, b = L_S⁻¹ a, c = L_S⁻¹ r: the SGPR mean and the
         covariance reduction K_ZZ⁻¹ − Σ = L⁻ᵀ(I − S⁻¹)L⁻¹ applied to cross-covariances c
-        with f(Z) (Li, Clarté & Acerbi 2023, eqs. S14–S15)."""
+        with f(Z) (Li, Clarté & Acerbi 2023, eqs. S14–S15).
+
+        The mean is computed as c·v (`mean_weights`), which solves nothing against the K
+        cross-covariances: a caller that uses only the mean (a gradient step on the ELBO's
+        expected log joint) then costs O(KM) per call, not the O(KM²) of a and b, which
+        only the reduction reads."""
         a = solve_triangular(self.inducing_factor.lower, cross.T)
         b = solve_triangular(self.inner_lower, a)
-        return b.T @ self.inner_weights, a.T @ a - b.T @ b
+        return cross @ self.mean_weights, a.T @ a - b.T @ b
 
 
 INDUCING_JITTER = 1e-6
