@@ -26,8 +26,9 @@ from gpcompose.active_learning import (
     run_traceable,
     save_checkpoint,
 )
+from gpcompose.mixtures import VBMCMixture
 from gpcompose.problems.metrics import gskl
-from gpcompose.svbmc import _surrogate, _training, _workflow
+from gpcompose.svbmc import _surrogate, _training, _whitening, _workflow
 from gpcompose.svbmc._refit import condition_on_selected
 from gpcompose.svbmc._report import record_round
 
@@ -642,6 +643,30 @@ def test_a_second_whitening_pass_whitens_the_target():
     assert (kept_one, kept_two) == (1, 2)
 
 
+def test_the_passes_stop_once_q_has_no_correlation_above_the_threshold():
+    """From the given space the first q carries the target's correlation (0.95): below a
+    threshold of 0.99 no pass follows it (the first fit is kept), where with the default 0.05
+    both passes run and the second is kept (test above)."""
+    _, kept = covariance_in_init_space(
+        whitening_passes=2, highest_points_whitening=False, whitening_correlation_threshold=0.99
+    )
+    assert kept == 0
+
+
+def test_correlations_within_reads_the_mixture_correlation():
+    correlation = 0.3
+    mixture = VBMCMixture(
+        logits=jnp.zeros(2),
+        means=jnp.zeros((2, 2)),
+        log_sigma=jnp.zeros(2),
+        log_lambda=jnp.log(jnp.array([2.0, 0.5])),
+        mask=jnp.array([True, False]),
+        lambda_offdiagonal=jnp.array([correlation / math.sqrt(1 - correlation**2)]),
+    )
+    assert bool(_whitening.correlations_within(mixture, 0.31))
+    assert not bool(_whitening.correlations_within(mixture, 0.29))
+
+
 def test_the_first_fit_in_the_highest_points_space_whitens_the_target_in_one_pass():
     """With the first fit in the space whitened by the Gaussian of the highest rows (the
     default), one pass leaves the target's covariance within 0.05 of I (measured: 0.025),
@@ -704,6 +729,9 @@ def test_the_sd_threshold_must_be_finite_and_the_family_known():
         svbmc.SVBMC(whitening_max_elbo_drop=float("nan"))
     with pytest.raises(ValueError, match="`mixture_family` must be 'axis' or 'rotated'"):
         svbmc.SVBMC(mixture_family="auto")
+    for threshold in (-0.1, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="`whitening_correlation_threshold` must be in"):
+            svbmc.SVBMC(whitening_correlation_threshold=threshold)
 
 
 def test_each_round_is_recorded_and_the_result_reports_the_round_the_rule_picks(small_state):

@@ -10,6 +10,7 @@ from jaxtyping import Array, Bool, Float
 
 from .._linalg import cholesky, solve_triangular
 from .._placeholder import zeros_like_output
+from .._rare_cond import rare_cond
 from .._select import select_tree
 from ..mixtures import VBMCMixture
 from ..sparse import SparsePosterior
@@ -72,6 +73,16 @@ def keeps_whitening(valid, score_gain, elbo_drop_z, new_peaks, old_peaks, max_dr
     ≤ `max_drop_z`) and its mixture does not peak (`peak_check`) unless the fit kept
     so far peaks too."""
     return valid & (score_gain > 0) & (elbo_drop_z <= max_drop_z) & (old_peaks | ~new_peaks)
+
+
+def correlations_within(mixture: VBMCMixture, threshold: float) -> Bool[Array, ""]:
+    """Whether every correlation of q is at most `threshold` in absolute value,
+    |Σ_ij| ≤ t √(Σ_ii Σ_jj) for i ≠ j (no division, so a zero placeholder mixture gives True)."""
+    covariance = mixture.covariance()
+    variances = jnp.diag(covariance)
+    bound = threshold * jnp.sqrt(variances[:, None] * variances[None, :])
+    off_diagonal = ~jnp.eye(covariance.shape[0], dtype=bool)
+    return jnp.all(jnp.where(off_diagonal, jnp.abs(covariance) <= bound, True))
 
 
 def whiten_by(
@@ -205,10 +216,10 @@ def _start_whitening(
 
 
 def _one_pass(fit_in, start, observation_variance, succeeded, options: "SVBMC", num_initial: int, carry, pass_inputs):
-    """One step of `fit_and_whiten`'s scan: the evaluations whitened by `start` (pass 0) or by
-    the q of the fit kept so far (`whiten_by`), refitted with `fit_in`, and the new fit kept
-    if this is pass 0 or it is better (`whitened_fit_is_better`). The pass-0 branches are
-    `lax.cond`s on an unbatched flag, so they stay branches under `vmap`."""
+    """One pass of `fit_and_whiten`: the evaluations whitened by `start` (pass 0) or by the q
+    of the fit kept so far (`whiten_by`), refitted with `fit_in`, and the new fit kept if this
+    is pass 0 or it is better (`whitened_fit_is_better`); returns the new carry. The pass-0
+    branches are `lax.cond`s on an unbatched flag, so they stay branches under `vmap`."""
     pass_key, pass_index = pass_inputs
     first = pass_index == 0
     space, inputs, log_densities, fit, _ = carry
@@ -231,8 +242,17 @@ def _one_pass(fit_in, start, observation_variance, succeeded, options: "SVBMC", 
             num_initial=num_initial,
         ),
     )
-    kept = select_tree(better, (new_space, new_inputs, new_log_densities, new_fit, pass_index), carry)
-    return kept, None
+    return select_tree(better, (new_space, new_inputs, new_log_densities, new_fit, pass_index), carry)
+
+
+def _pass_unless_uncorrelated(one_pass, threshold: float, carry, pass_inputs):
+    """`one_pass` (`_one_pass`), run at pass 0 and then while the q of the fit kept so far has a
+    correlation above `threshold` (`correlations_within`); otherwise the carry unchanged. Under
+    `vmap` the pass runs while some member needs it (`gpcompose._rare_cond.rare_cond`)."""
+    _, pass_index = pass_inputs
+    fit = carry[3]
+    needed = (pass_index == 0) | ~correlations_within(fit[1], threshold)
+    return rare_cond(needed, lambda state: one_pass(state, pass_inputs), lambda state: state, carry), None
 
 
 def fit_and_whiten(
@@ -247,12 +267,17 @@ def fit_and_whiten(
     num_initial: int,
 ):
     """The initial fit. Without `options.whitening`: `retrain` in `space`. With it: `retrain`
-    in the start space — `space` whitened by `_start_whitening` — then
+    in the start space — `space` whitened by `_start_whitening` — then up to
     `options.whitening_passes` passes, each a refit from scratch in the space whitened by
     the q of the fit kept so far (`whiten_by`), kept if it is better
-    (`whitened_fit_is_better`).
+    (`whitened_fit_is_better`). The passes stop once every correlation of that q is at most
+    `options.whitening_correlation_threshold` (`correlations_within`): whitening by it would
+    only shift and rescale the axes, which the ARD kernel and the axis-aligned quadratic mean
+    and mixture represent as they are, so another pass would refit the same problem with
+    other random numbers. VBMC likewise treats correlations of q below 0.05 as none when it
+    whitens (Acerbi 2020; PyVBMC's `warp_roto_corr_thresh`).
 
-    The first fit and the passes are one `lax.scan` over 1 + P passes (`_one_pass`) [ours],
+    The first fit and the passes are one `lax.scan` over 1 + P passes (`_pass_unless_uncorrelated`) [ours],
     pass 0 fitting in the start space and always kept, so that the program holds one copy
     of `retrain` (its first carry is a placeholder of zeros that pass 0 replaces unread).
     Keys: `_pass_keys`.
@@ -274,7 +299,8 @@ def fit_and_whiten(
     pass_indices = jnp.arange(1 + options.whitening_passes, dtype=jnp.int32)
     start = _start_whitening(inputs, log_densities, observation_variance, succeeded, options, num_initial=num_initial)
     one_pass = functools.partial(_one_pass, fit_in, start, observation_variance, succeeded, options, num_initial)
+    step = functools.partial(_pass_unless_uncorrelated, one_pass, options.whitening_correlation_threshold)
     placeholder = zeros_like_output(fit_in, inputs, log_densities, key)
     initial = (space, inputs, log_densities, placeholder, jnp.asarray(0, jnp.int32))
-    kept, _ = jax.lax.scan(one_pass, initial, (keys, pass_indices))
+    kept, _ = jax.lax.scan(step, initial, (keys, pass_indices))
     return kept

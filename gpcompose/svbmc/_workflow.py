@@ -390,6 +390,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
     # whitening passes at `init`, each whitening by the q kept so far; several because a
     # pass whitened by a poor first q leaves correlations behind
     whitening_passes: int = eqx.field(static=True, default=3)
+    # the passes stop once every correlation of q in the current space is at most this in
+    # absolute value (whitening by q would only rescale the axes); VBMC's 0.05 (Acerbi 2020)
+    whitening_correlation_threshold: float = eqx.field(static=True, default=0.05)
     # σ²_obs of an exact target (Li et al. 2023, §3)
     noiseless_variance: float = eqx.field(static=True, default=1e-5)
     # trimming: β of the confidence bounds and η_trim / D (Li et al. 2023, App. B.1: 1.96 and 20)
@@ -472,6 +475,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
         factors = self.exact_fit_lengthscale_factors
         if len(factors) == 0 or not all(factor > 0 for factor in factors):
             raise ValueError(f"`exact_fit_lengthscale_factors` must be non-empty and positive, got {factors}.")
+        threshold = self.whitening_correlation_threshold
+        if not (math.isfinite(threshold) and 0 <= threshold < 1):
+            raise ValueError(f"`whitening_correlation_threshold` must be in [0, 1), got {threshold}.")
         if not math.isfinite(self.whitening_max_elbo_drop):
             drop = self.whitening_max_elbo_drop
             raise ValueError(f"`whitening_max_elbo_drop` must be finite (a number of BQ sds), got {drop}.")
