@@ -414,8 +414,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
     inducing_tolerance: float = eqx.field(static=True, default=1e-5)
     min_inducing: int = eqx.field(static=True, default=200)
     max_inducing: int | None = eqx.field(static=True, default=None)
-    # BFGS steps of the subset's exact-GP MAP, restarted from the start's lengthscales times
-    # each factor (the paper leaves the optimiser unstated)
+    # BFGS steps of the subset's exact-GP MAP, restarted at `init` from the start's lengthscales
+    # times each factor (the paper leaves the optimiser unstated); the active phase's fits start
+    # from the current hyperparameters alone
     exact_fit_steps: int = eqx.field(static=True, default=200)
     exact_fit_lengthscale_factors: tuple[float, ...] = eqx.field(static=True, default=(1.0, 0.5, 0.25))
     # BFGS steps of the SGPR MAP with the inducing points fixed (unstated in the paper)
