@@ -242,8 +242,8 @@ def _hyperparameter_starts(
     `options.exact_fit_lengthscale_factors` (`fit_exact`): from `initial_surrogate`, a guess
     from the data's spread, one start can end at a degenerate optimum. In the active phase it
     starts from the current hyperparameters alone [ours]: fitted to nearly the same
-    evaluations, they start next to the optimum, which the shortened starts reach too, at
-    twice to three times the cost."""
+    evaluations, they start next to the optimum, which in our runs the shortened starts
+    reached too, at two to three times the cost."""
     centre, width, y_max, y_scale = high_points
     threshold = options.shaping_threshold_per_dimension * rows.inputs.shape[1]
     subset_size = min(options.subset_size, num_initial)

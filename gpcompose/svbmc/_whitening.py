@@ -271,15 +271,16 @@ def fit_and_whiten(
     `options.whitening_passes` passes, each a refit from scratch in the space whitened by
     the q of the fit kept so far (`whiten_by`), kept if it is better
     (`whitened_fit_is_better`). The passes stop once every correlation of that q is at most
-    `options.whitening_correlation_threshold` (`correlations_within`): whitening by it would
-    only shift and rescale the axes, which the ARD kernel and the axis-aligned quadratic mean
-    and mixture represent as they are, so another pass would refit the same problem with
-    other random numbers. VBMC likewise treats correlations of q below 0.05 as none when it
-    whitens (Acerbi 2020; PyVBMC's `warp_roto_corr_thresh`).
+    `options.whitening_correlation_threshold` (`correlations_within`) [ours]: whitening by it
+    would then do little more than shift and rescale the axes, which the ARD kernel and the
+    axis-aligned quadratic mean and mixture represent as they are, so another pass would
+    refit nearly the same problem with other random numbers. VBMC's implementation treats
+    correlations of q below 0.05 as none when it whitens (PyVBMC's `warp_roto_corr_thresh`).
 
-    The first fit and the passes are one `lax.scan` over 1 + P passes (`_pass_unless_uncorrelated`) [ours],
-    pass 0 fitting in the start space and always kept, so that the program holds one copy
-    of `retrain` (its first carry is a placeholder of zeros that pass 0 replaces unread).
+    The first fit and the passes are one `lax.scan` over 1 + P passes
+    (`_pass_unless_uncorrelated`) [ours], pass 0 fitting in the start space and always kept,
+    so that the program holds one copy of `retrain` (its first carry is a placeholder of
+    zeros that pass 0 replaces unread).
     Keys: `_pass_keys`.
 
     **Returns:** (space, inputs, log_densities, fit, kept_pass) of the kept fit, fit being
