@@ -107,6 +107,16 @@ def test_buffer_counts_and_full_error():
         Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.ones(2, bool), budget=2.5)
 
 
+def test_succeeded_rows_select_the_successful_rows_of_each_array():
+    ev = Evaluations.start(jnp.asarray(X0), jnp.asarray(Y0), jnp.ones(2), jnp.array([True, True]), budget=3)
+    ev = ev.record(jnp.ones(2), jnp.asarray(1.0), jnp.asarray(1.0), jnp.asarray(True))
+    ev = ev.record(jnp.zeros(2), jnp.asarray(0.0), jnp.asarray(1.0), jnp.asarray(False))
+    inputs, doubled = ev.succeeded_rows(ev.inputs, 2.0 * ev.values)
+    assert isinstance(inputs, jax.Array) and isinstance(doubled, jax.Array)
+    np.testing.assert_array_equal(inputs, np.concatenate([X0, np.ones((1, 2))]))
+    np.testing.assert_array_equal(doubled, 2.0 * np.concatenate([Y0, [1.0]]))
+
+
 def test_buffer_rows_are_the_budget_rounded_up_to_four_steps_per_octave():
     budgets = np.arange(0, 5000)
     rows = np.array([buffer_rows(int(budget)) for budget in budgets])

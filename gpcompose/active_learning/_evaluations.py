@@ -1,7 +1,9 @@
 """The fixed-capacity buffer of a run's evaluations, shared by every active learner."""
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._validation import raise_if
@@ -176,3 +178,12 @@ class Evaluations(eqx.Module):
         initial one)."""
         slot = jnp.maximum(self.num_initial + self.num_evaluations - 1, 0)
         return self.inputs[slot], self.values[slot]
+
+    def succeeded_rows(self, *rows: Array) -> tuple[Array, ...]:
+        """The rows of each array of `rows` (one row per buffer row, e.g. `inputs` or a map of
+        them) where an evaluation succeeded, for a result; outside a compiled function only.
+        They are selected in NumPy and put on the device with `jax.device_put`: their count
+        changes with every evaluation, and JAX would compile each operation on them
+        (`jnp.asarray` included) again for each count."""
+        succeeded = np.asarray(self.succeeded)
+        return tuple(jax.device_put(np.asarray(array)[succeeded]) for array in rows)

@@ -219,13 +219,9 @@ class BO(AbstractActiveLearner[BOState]):
         """The `BOResult` of a (finished or unfinished) maximisation; for one run, not a batch."""
         require_single_run(state, "BO")
         evaluations = state.evaluations
-        succeeded = np.asarray(evaluations.succeeded)
-        if not succeeded.any():
+        if not np.asarray(evaluations.succeeded).any():
             raise ValueError("BO.result: no evaluation has succeeded yet.")
-        # selected in NumPy and put on the device: the rows' count changes with the budget,
-        # and JAX would compile each operation on them (`jnp.asarray` included) again
-        X = np.asarray(jax.vmap(state.scale_from_unit)(evaluations.inputs))[succeeded]
-        y = np.asarray(evaluations.values)[succeeded]
-        best = int(np.argmax(y))
-        put = jax.device_put
-        return BOResult(put(X[best]), put(y[best]), put(X), put(y), int(evaluations.num_failed))
+        X, y = evaluations.succeeded_rows(jax.vmap(state.scale_from_unit)(evaluations.inputs), evaluations.values)
+        best = int(np.argmax(np.asarray(y)))  # the best row taken in NumPy, as the rows were
+        x_best, y_best = (jax.device_put(np.asarray(rows)[best]) for rows in (X, y))
+        return BOResult(x_best, y_best, X, y, int(evaluations.num_failed))

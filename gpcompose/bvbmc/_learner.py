@@ -328,10 +328,7 @@ class BVBMC(AbstractActiveLearner[BVBMCState]):
         require_single_run(state, "bvbmc")
         elbo_mean, elbo_sd = _elbo(self, state)
         evaluations = state.evaluations
-        succeeded = np.asarray(evaluations.succeeded)
-        # `device_put`, not `jnp.asarray`, which compiles a copy program for every new count of rows
-        X = jax.device_put(np.asarray(evaluations.inputs)[succeeded])
-        y = jax.device_put(np.asarray(evaluations.values)[succeeded])
+        X, y = evaluations.succeeded_rows(evaluations.inputs, evaluations.values)
         boosting = state.boosting
         return BVBMCResult(boosting.mixture, elbo_mean, elbo_sd, boosting.surrogate, X, y, int(evaluations.num_failed))
 

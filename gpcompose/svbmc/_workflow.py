@@ -658,10 +658,8 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
             mixture = mixture.affine_image(transform.shift, transform.factor)
         posterior = TransformedMixture(mixture, transform.bounded) if bounded else mixture
         evaluations = state.evaluations
-        succeeded = np.asarray(evaluations.succeeded)
-        # mapped on the whole buffer, then selected in NumPy and put on the device: the rows'
-        # count changes with the budget, and JAX would compile each operation on them again
-        X, y = (jax.device_put(np.asarray(rows)[succeeded]) for rows in _original_space(transform, evaluations))
+        # mapped on the whole buffer (one compiled program for every count of rows), then selected
+        X, y = evaluations.succeeded_rows(*_original_space(transform, evaluations))
         return SVBMCResult(
             posterior,
             history.elbos[slot],
