@@ -2,6 +2,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int, PyTree
@@ -45,6 +46,7 @@ def maximize(
     scale: float | Float[Array, ""] = 1.0,
     rtol: float = 1e-8,
     atol: float = 1e-8,
+    coordinate_scales: PyTree | None = None,
 ) -> MaximizeResult[Params]:
     """ML-II or MAP: maximise `objective(params, args) [+ log prior]` over the
     unconstrained coordinates of the trainable parameters, with optimistix BFGS.
@@ -56,6 +58,15 @@ def maximize(
     sums over N data points should pass `scale` ≈ N, or the line search spends tens of
     steps halving a step of size O(N) before anything moves. The whole fit is one jitted call: pass
     data through `args` (not a closure) so that new data reuse the compiled fit.
+
+    `coordinate_scales` (optional): a tree shaped like the trainable part of `params`
+    (`parameters.partition(params)[0]`) holding the typical size s of a move in each
+    unconstrained coordinate u, e.g. the widths of the hyperprior there. BFGS then runs in
+    the coordinates u/s, so that its initial inverse Hessian is diag(s²) in u instead of the
+    identity (a diagonal preconditioner; Nocedal & Wright 2006, §6.1, on the choice of the
+    initial inverse Hessian). Where coordinates differ in scale by orders of magnitude (a
+    log-lengthscale against a constant mean in the data's units) the identity makes BFGS
+    crawl along the flat directions, doubling its step there one line search at a time.
 
     **Returns:** a `MaximizeResult`. The solver itself never raises: a solve that stops
     early (`result` not successful, e.g. `RESULTS.nonlinear_max_steps_reached` after
@@ -88,12 +99,22 @@ def maximize(
             value = value + log_prior(full)
         return -value / scale
 
+    def to_unconstrained(scaled):
+        if coordinate_scales is None:
+            return scaled
+        return jax.tree.map(jnp.multiply, scaled, coordinate_scales)
+
+    def in_scaled_coordinates(scaled, args):
+        return negative_log_density(to_unconstrained(scaled), args)
+
     solver = optx.BFGS(rtol=rtol, atol=atol)
-    solution = optx.minimise(negative_log_density, solver, trainable, args, max_steps=max_steps, throw=False)
-    valid = satisfies_constraints(eqx.combine(solution.value, rest))
+    start = trainable if coordinate_scales is None else jax.tree.map(jnp.divide, trainable, coordinate_scales)
+    solution = optx.minimise(in_scaled_coordinates, solver, start, args, max_steps=max_steps, throw=False)
+    fitted = to_unconstrained(solution.value)
+    valid = satisfies_constraints(eqx.combine(fitted, rest))
     # One evaluation of the objective outside the solver, at the returned parameters (the
     # solution, or the start where the solution breaks a constraint): one copy in the program.
-    returned = select_tree(valid, solution.value, trainable)
+    returned = select_tree(valid, fitted, trainable)
     value = -scale * negative_log_density(returned, args)
     result = RESULTS.where(jnp.isfinite(value), RESULTS.promote(solution.result), RESULTS.nonfinite_objective)
     return MaximizeResult(

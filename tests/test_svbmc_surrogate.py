@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpcompose import svbmc
-from gpcompose.parameters import log_prior
+from gpcompose.parameters import log_prior, partition
 from gpcompose.svbmc._surrogate import _exact_objective, fit_exact, initial_surrogate, with_lengthscale_scaled
 
 
@@ -32,6 +32,22 @@ def test_lengthscale_scaling_keeps_everything_else():
         np.testing.assert_array_equal(getattr(scaled.kernel, name).value, getattr(start.kernel, name).value)
     for new, old in zip(jax.tree_util.tree_leaves(scaled.mean), jax.tree_util.tree_leaves(start.mean)):
         np.testing.assert_array_equal(new, old)
+
+
+def test_coordinate_scales_are_the_hyperprior_widths_in_the_trainable_layout():
+    start = initial_surrogate(
+        jnp.zeros(3), jnp.asarray([6.0, 2.0, 1.0]), jnp.asarray(0.0), jnp.asarray(2.0), jnp.asarray(30.0)
+    )
+    scales = start.coordinate_scales()
+    trainable, _ = partition(start)
+    assert jax.tree.structure(scales) == jax.tree.structure(trainable)
+    for scale, leaf in zip(jax.tree.leaves(scales), jax.tree.leaves(trainable)):
+        assert scale.shape == leaf.shape and scale.dtype == leaf.dtype
+    np.testing.assert_allclose(scales.kernel.lengthscale.unconstrained, 0.5 * math.log(1e3))
+    np.testing.assert_allclose(scales.kernel.variance.unconstrained, 2 * math.log(10))
+    np.testing.assert_allclose(scales.mean.maximum.unconstrained, 2.0 * 2.0 + 1.0)
+    np.testing.assert_allclose(scales.mean.location.unconstrained, [6.0, 2.0, 1.0])
+    np.testing.assert_allclose(scales.mean.scale.unconstrained, math.log(10))
 
 
 def test_restarts_keep_the_best_single_start_fit():

@@ -419,8 +419,9 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
     # from the current hyperparameters alone
     exact_fit_steps: int = eqx.field(static=True, default=200)
     exact_fit_lengthscale_factors: tuple[float, ...] = eqx.field(static=True, default=(1.0, 0.5, 0.25))
-    # BFGS steps of the SGPR MAP with the inducing points fixed (unstated in the paper)
-    sparse_fit_steps: int = eqx.field(static=True, default=50)
+    # BFGS steps of the SGPR MAP with the inducing points fixed (unstated in the paper); BFGS is
+    # preconditioned by the hyperprior's widths (`Surrogate.coordinate_scales`)
+    sparse_fit_steps: int = eqx.field(static=True, default=30)
     # which active rounds refit the hyperparameters: `DoublingRounds()` (1, 2, 4, … and the last) [ours],
     # since a round adds a few points to thousands; `EveryRound()` as Li et al. (2023, §3, step 7)
     refit_schedule: AbstractRefitSchedule = eqx.field(default_factory=DoublingRounds)
