@@ -43,13 +43,17 @@ def _log_marginal_likelihood(params, data):
     return gp.log_marginal_likelihood(gp.condition(params["kernel"], params["mean"], X, y, params["noise"]))
 
 
-def test_ml2_reaches_a_stationary_point_that_improves_the_objective(getkey):
-    _, _, X, y, _ = make_problem(getkey(), num_points=40)
-    params = {
+def _gp_parameters():
+    return {
         "kernel": kernels.SquaredExponential(lengthscale=jnp.ones(2), variance=1.0),
         "mean": means.Constant(0.0),
         "noise": Positive(0.5),
     }
+
+
+def test_ml2_reaches_a_stationary_point_that_improves_the_objective(getkey):
+    _, _, X, y, _ = make_problem(getkey(), num_points=40)
+    params = _gp_parameters()
     fit = gpcompose.maximize(_log_marginal_likelihood, params, (X, y))
     vector, unflatten = gpcompose.parameters.flatten(fit.params)
     gradient = jax.grad(lambda v: _log_marginal_likelihood(unflatten(v), (X, y)))(vector)
@@ -169,11 +173,7 @@ def test_coordinate_scales_reach_the_optimum_of_a_badly_scaled_objective_in_fewe
 def test_coordinate_scales_leave_the_optimum_of_a_gp_fit_unchanged(getkey):
     """Any positive scales change BFGS's path, not the stationary point it reaches."""
     _, _, X, y, _ = make_problem(getkey(), num_points=40)
-    params = {
-        "kernel": kernels.SquaredExponential(lengthscale=jnp.ones(2), variance=1.0),
-        "mean": means.Constant(0.0),
-        "noise": Positive(0.5),
-    }
+    params = _gp_parameters()
     trainable, _ = gpcompose.parameters.partition(params)
     scales = jax.tree.map(lambda leaf: jnp.full_like(leaf, 3.0), trainable)
     scaled = gpcompose.maximize(_log_marginal_likelihood, params, (X, y), coordinate_scales=scales, max_steps=500)
