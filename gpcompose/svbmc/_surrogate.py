@@ -206,8 +206,9 @@ def fit_sparse(surrogate: Surrogate, X, y, noise_variance, mask, Z, inducing_mas
     paper leaves the prior and optimiser open — we mirror the exact-GP step), BFGS
     preconditioned by the hyperprior's widths (`Surrogate.coordinate_scales`) [ours]. From the
     identity, BFGS creeps along the flat direction in which m₀ and σ_f² trade off (m₀ is in
-    the log density's units, the others are logarithms), doubling its step there one line
-    search at a time; preconditioned, the fits reach their optimum in fewer steps."""
+    the log density's units and μ in the inputs', the others are logarithms), doubling its
+    step there one line search at a time; preconditioned, the fits reach their optimum in
+    fewer steps."""
     data = (X, y, noise_variance, mask, Z, inducing_mask)
     fit = maximize(
         _sparse_objective,
