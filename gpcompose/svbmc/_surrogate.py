@@ -32,20 +32,18 @@ class Surrogate(eqx.Module):
         scales of m₀ and μ_d, and the Student-t scale of log ω_d for ω_d's coordinate (the
         logit of ω_d / its cap, which moves as log ω_d where ω_d is well below the cap)."""
         trainable, _ = partition(self)
-        kernel, mean = self.kernel, self.mean
-
-        def prior_width(parameter, width):
-            return jnp.broadcast_to(width, parameter.unconstrained.shape).astype(parameter.unconstrained.dtype)
-
-        widths = (
-            (lambda s: s.kernel.lengthscale.unconstrained, kernel.lengthscale, kernel.lengthscale.prior.base.scale),
-            (lambda s: s.kernel.variance.unconstrained, kernel.variance, kernel.variance.prior.base.scale),
-            (lambda s: s.mean.maximum.unconstrained, mean.maximum, mean.maximum.prior.scale),
-            (lambda s: s.mean.location.unconstrained, mean.location, mean.location.prior.scale),
-            (lambda s: s.mean.scale.unconstrained, mean.scale, mean.scale.prior.base.scale),
+        widths = (  # (the parameter, its prior's width in its unconstrained coordinate)
+            (lambda s: s.kernel.lengthscale, lambda prior: prior.base.scale),
+            (lambda s: s.kernel.variance, lambda prior: prior.base.scale),
+            (lambda s: s.mean.maximum, lambda prior: prior.scale),
+            (lambda s: s.mean.location, lambda prior: prior.scale),
+            (lambda s: s.mean.scale, lambda prior: prior.base.scale),
         )
-        for where, parameter, width in widths:
-            trainable = eqx.tree_at(where, trainable, prior_width(parameter, width))
+        for parameter_of, width_of in widths:
+            parameter = parameter_of(self)
+            unconstrained = parameter.unconstrained
+            width = jnp.broadcast_to(width_of(parameter.prior), unconstrained.shape).astype(unconstrained.dtype)
+            trainable = eqx.tree_at(lambda s: parameter_of(s).unconstrained, trainable, width)
         return trainable
 
 

@@ -391,7 +391,7 @@ class SVBMC(AbstractActiveLearner[SVBMCState]):
     # pass whitened by a poor first q leaves correlations behind
     whitening_passes: int = eqx.field(static=True, default=3)
     # the passes stop once every correlation of q in the current space is at most this in
-    # absolute value (whitening by q would little more than rescale the axes); PyVBMC's 0.05
+    # absolute value (whitening by q would do little more than rescale the axes); PyVBMC's 0.05
     whitening_correlation_threshold: float = eqx.field(static=True, default=0.05)
     # σ²_obs of an exact target (Li et al. 2023, §3)
     noiseless_variance: float = eqx.field(static=True, default=1e-5)
