@@ -168,23 +168,27 @@ def fit_exact(
 
     BFGS starts from `surrogate` with its lengthscales scaled by each of
     `lengthscale_factors` (vmapped), and the fit with the highest objective is kept [ours;
-    VBMC's gplite restarts its hyperparameter fits too]. One start can end at a
-    degenerate local optimum (a lengthscale collapsed towards 0 and a quadratic mean whose
-    maximum lies far above y_max) where a shorter start reaches a much higher objective.
+    VBMC's gplite restarts its hyperparameter fits too]. One start can end at a degenerate
+    local optimum (a lengthscale collapsed towards 0 and a quadratic mean whose maximum lies
+    far above y_max) where a shorter start reaches a much higher objective. A single start
+    is fitted without the batch axis, which would only add to the compiled program.
     """
     data = (X, y, noise_variance, mask)
-    starts = [with_lengthscale_scaled(surrogate, factor) for factor in lengthscale_factors]
-    stacked = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *starts)
     scale = _num_used(mask, y.dtype)
 
     def one(start):
         fit = maximize(_exact_objective, start, data, max_steps=max_steps, scale=scale)
         return fit.params, fit.value, fit.finite
 
+    if len(lengthscale_factors) == 1:
+        params, _, finite = one(with_lengthscale_scaled(surrogate, lengthscale_factors[0]))
+        return select_tree(finite, params, surrogate)
+    starts = [with_lengthscale_scaled(surrogate, factor) for factor in lengthscale_factors]
+    stacked = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *starts)
     params, values, finite = eqx.filter_vmap(one)(stacked)
     values = jnp.where(finite, values, -jnp.inf)
     best = first_near_best(values)
-    chosen = jax.tree_util.tree_map(lambda leaf: leaf[best] if eqx.is_array(leaf) else leaf, params)
+    chosen = jax.tree_util.tree_map(lambda leaf: leaf[best], params)
     return select_tree(finite[best], chosen, surrogate)
 
 

@@ -19,7 +19,7 @@ from ._refit import Refit, condition_on_selected, exceeds_ceiling, refit_from_st
 from ._subset import stratified_kmeans_subset
 from ._surrogate import Surrogate, fit_exact, initial_surrogate, plausible_box
 from ._trimming import trim_level, trim_mask
-from ._variational import Growth, build_up, grow, initial_mixture
+from ._variational import Growth, build_up, initial_mixture, optimise_then_grow
 
 if TYPE_CHECKING:
     from ._workflow import SVBMC
@@ -412,38 +412,14 @@ def _initial_phase(context: _Context, refit, key, no_probes):
     return posterior, mixture, no_probes, stuck, source
 
 
-def _grow_once(context: _Context, posterior, key, mixture) -> VBMCMixture:
-    """One growth stage on `posterior` that doubles K (capped by the free slots), kept if the
-    ELBO rises (`grow`); the sites' surrogate mean is computed only when it runs."""
-    sites = _growth(context, posterior, context.options.round_steps)
-    count = jnp.sum(mixture.mask.astype(jnp.int32))
-    kept, _, _ = grow(mixture, sites.score(mixture), count, key, sites)
-    return kept
-
-
-def _fall_back(context: _Context, previous: Previous, last_round_posterior, key, posterior, mixture, top):
-    """(posterior, mixture, probes, stuck) of an active round whose new mixture peaked [ours]:
-    the last round's hyperparameters on inducing points selected afresh (so that the next
-    round's points have free slots again), and the last mixture re-optimised on that sparse
-    GP with `key`. If that too peaks, the round is stuck: of the last two mixtures the one
-    with the higher ELBO on that sparse GP stays (the last one can be the one that went onto
-    the mountain). The next round's acquisitions follow that mixture and would never reach
-    either mountain, so its first two points are the mountains' tops (the highest-mean draws
-    of the rejected mixtures): their values, far below, pull the mountains down.
-    `last_round_posterior()` gives that sparse GP (`_last_round_posterior`; a round between
-    refits has it already)."""
-    options = context.options
-    last_posterior = last_round_posterior()
-    moved = _ascent(context, last_posterior, options.round_steps)(previous.mixture, key)
-    moved_check = _check(context, last_posterior, moved)
+def _better_of_last_two(context: _Context, previous: Previous, posterior) -> VBMCMixture:
+    """Of the last two mixtures, the one with the higher ELBO on `posterior` (common random
+    numbers, `_scored`)."""
     last_two = jax.tree_util.tree_map(
         lambda last, earlier: jnp.stack([last, earlier]), previous.mixture, previous.earlier_mixture
     )
-    last_two_elbos, _ = jax.vmap(_scored(context, last_posterior))(last_two)
-    better = jnp.argmax(last_two_elbos)
-    rejected = moved_check.peaked
-    kept = jax.tree_util.tree_map(lambda two, moved: jnp.where(rejected, two[better], moved), last_two, moved)
-    return last_posterior, kept, jnp.stack([top, moved_check.top]), rejected
+    last_two_elbos, _ = jax.vmap(_scored(context, posterior))(last_two)
+    return jax.tree_util.tree_map(lambda two: two[jnp.argmax(last_two_elbos)], last_two)
 
 
 def _active_phase(context: _Context, refit, refitted, last_round_posterior, previous: Previous, key, no_probes):
@@ -453,27 +429,52 @@ def _active_phase(context: _Context, refit, refitted, last_round_posterior, prev
     K < K_max [ours; the paper leaves the K policy of the loop open]: a build-up that
     stopped early on the initial surrogate can grow later. Second check [ours]: the ELBO
     step can move the mixture onto a peak that the draws of the old mixture did not see;
-    if the new mixture's draws find the mean above the ceiling, the round falls back
-    (`_fall_back`). Keeping the last mixture unconditionally would freeze it (a mixture
-    with mass on a spurious mode would make every later round fall back), and keeping the
-    last sparse GP (with the round's points added by rank-1 updates) would freeze the
-    surrogate once the free slots are full."""
+    if the new mixture's draws find the mean above the ceiling, the round falls back: the
+    last round's hyperparameters on inducing points selected afresh
+    (`last_round_posterior()`, so that the next round's points have free slots again), and
+    the last mixture re-optimised on that sparse GP with the same key. If that too peaks,
+    the round is stuck: of the last two mixtures the one with the higher ELBO on that
+    sparse GP stays (the last one can be the one that went onto the mountain). The next
+    round's acquisitions follow that mixture and would never reach either mountain, so its
+    first two points are the mountains' tops (the highest-mean draws of the rejected
+    mixtures): their values, far below, pull the mountains down. Keeping the last mixture
+    unconditionally would freeze it (a mixture with mass on a spurious mode would make
+    every later round fall back), and keeping the last sparse GP (with the round's points
+    added by rank-1 updates) would freeze the surrogate once the free slots are full.
+
+    The round and its fall-back are one `lax.while_loop` of up to two attempts (the
+    fall-back's growth stage has no component, so it is skipped), so that the program
+    holds one copy of the mixture's optimisation and of the check."""
     optimise_key, growth_key = jax.random.split(key)
-    posterior = refit.posterior
-    mixture = _ascent(context, posterior, context.options.round_steps)(previous.mixture, optimise_key)
-    grow_once = functools.partial(_grow_once, context, posterior, growth_key)
-    mixture = rare_cond(~jnp.all(mixture.mask), grow_once, lambda m: m, mixture)
+    options = context.options
+    keys = jnp.stack([optimise_key, growth_key])
+    # the growth stage doubles K, capped by the free slots
+    growth_count = jnp.sum(previous.mixture.mask, dtype=jnp.int32)
 
-    def accept(posterior, mixture, top):
-        return posterior, mixture, no_probes, jnp.asarray(False)
+    def attempt(carry):
+        count, _, _, _, first_top = carry
+        posterior = rare_cond(count > 0, last_round_posterior, lambda: refit.posterior)
+        counts = jnp.stack([jnp.zeros((), jnp.int32), jnp.where(count == 0, growth_count, 0)])
+        sites = _growth(context, posterior, options.round_steps)
+        mixture = optimise_then_grow(previous.mixture, keys, counts, sites, tolerance=options.buildup_tolerance)
+        check = _check(context, posterior, mixture)
+        return count + 1, posterior, mixture, check, jnp.where(count == 0, check.top, first_top)
 
-    fall_back = functools.partial(_fall_back, context, previous, last_round_posterior, optimise_key)
-    new_check = _check(context, posterior, mixture)
-    posterior, mixture, probes, stuck = rare_cond(
-        new_check.peaked, fall_back, accept, posterior, mixture, new_check.top
-    )
+    def again(carry):
+        count, _, _, check, _ = carry
+        return (count == 0) | ((count == 1) & check.peaked)
+
+    # the loop's first check and top are placeholders that the first attempt replaces
+    top = jnp.zeros_like(no_probes[0])
+    start = (jnp.asarray(0, jnp.int32), refit.posterior, previous.mixture, PeakCheck(jnp.asarray(False), top), top)
+    attempts, posterior, mixture, check, first_top = jax.lax.while_loop(again, attempt, start)
+    fell_back = attempts == 2
+    stuck = fell_back & check.peaked
+    better = functools.partial(_better_of_last_two, context, previous, posterior)
+    mixture = rare_cond(stuck, lambda _: better(), lambda current: current, mixture)
+    probes = jnp.where(fell_back, jnp.stack([first_top, check.top]), no_probes)
     fitted_source = jnp.where(refit.fell_back, UNFITTED_START, FITTED)
-    source = jnp.where(new_check.peaked, LAST_ROUND, jnp.where(refitted, fitted_source, KEPT))
+    source = jnp.where(fell_back, LAST_ROUND, jnp.where(refitted, fitted_source, KEPT))
     return posterior, mixture, probes, stuck, source
 
 

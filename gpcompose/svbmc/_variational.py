@@ -7,9 +7,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._linalg import cholesky
+from .._rare_cond import rare_cond
 from .._select import select_tree
 from ..mixtures import VBMCMixture
 
@@ -125,34 +126,59 @@ def grow(
     return kept, jnp.maximum(grown_score, mixture_score), grown_score - mixture_score
 
 
-def build_up(mixture: VBMCMixture, key: PRNGKeyArray, growth: Growth, *, tolerance: float) -> VBMCMixture:
-    """Grow and optimise the mixture until a stage changes the ELBO by less than
-    `tolerance` or K = K_max (Li, Clarté & Acerbi 2023, §3.3: "until the change in KL falls below a
-    threshold"; ΔKL = −ΔELBO for a fixed target). Stage j adds 2^j components (K doubles
-    while the stages are accepted; `grow`). A stage that lowers the ELBO is discarded; if
-    it lowered it by more than `tolerance` the next stage starts again from the kept
-    mixture [ours]: that is a failed optimisation, not convergence, and stopping there
-    could leave a single component on a multimodal target. A change within ±`tolerance`
-    stops the build-up whatever its sign, so that
-    rounding cannot decide whether it goes on."""
-    optimise_key, stages_key = jax.random.split(key)
-    mixture = growth.optimise(mixture, optimise_key)
-    sizes = jnp.asarray(stage_sizes(mixture.num_components), jnp.int32)
+def optimise_then_grow(
+    mixture: VBMCMixture,
+    keys: PRNGKeyArray,
+    counts: Int[Array, " S"],
+    growth: Growth,
+    *,
+    tolerance: float,
+) -> VBMCMixture:
+    """Stage 0 optimises `mixture` with `keys[0]` and keeps the result unless its score is NaN
+    or −∞; each later stage j is a growth stage (`grow`) of `counts[j]` components with
+    `keys[j]`, skipped where `counts[j]` is 0 (`counts[0]` is not read). The stages stop once
+    one changes the score by less than `tolerance` (whatever its sign) or the mixture has no
+    free slot.
+
+    The stages are one `lax.scan`, stage 0 a growth stage of no component against a score of
+    −∞ [ours], so that the program holds one copy of the optimiser and of the score; under
+    `vmap` a stage runs while some member has not stopped (`gpcompose._rare_cond.rare_cond`).
+    """
+    dtype = mixture.means.dtype
 
     def stage(carry, inputs):
         current, current_score, done = carry
-        count, stage_key = inputs
+        index, count, stage_key = inputs
 
         def grow_stage(current):
             return grow(current, current_score, count, stage_key, growth)
 
-        current, current_score, gain = jax.lax.cond(
-            done, lambda m: (m, current_score, jnp.zeros_like(current_score)), grow_stage, current
-        )
-        return (current, current_score, done | (jnp.abs(gain) < tolerance)), None
+        def skip(current):
+            return current, current_score, jnp.zeros_like(current_score)
 
-    if sizes.shape[0] == 0:
-        return mixture
-    stage_keys = jax.random.split(stages_key, sizes.shape[0])
-    (mixture, _, _), _ = jax.lax.scan(stage, (mixture, growth.score(mixture), jnp.asarray(False)), (sizes, stage_keys))
+        runs = ~done & ((index == 0) | (count > 0))
+        current, current_score, gain = rare_cond(runs, grow_stage, skip, current)
+        done = done | (jnp.abs(gain) < tolerance) | jnp.all(current.mask)
+        return (current, current_score, done), None
+
+    start = (mixture, jnp.full((), -jnp.inf, dtype), jnp.asarray(False))
+    indices = jnp.arange(counts.shape[0])
+    (mixture, _, _), _ = jax.lax.scan(stage, start, (indices, counts, keys))
     return mixture
+
+
+def build_up(mixture: VBMCMixture, key: PRNGKeyArray, growth: Growth, *, tolerance: float) -> VBMCMixture:
+    """Grow and optimise the mixture until a stage changes the ELBO by less than
+    `tolerance` or K = K_max (Li, Clarté & Acerbi 2023, §3.3: "until the change in KL falls below a
+    threshold"; ΔKL = −ΔELBO for a fixed target). The mixture is optimised first; stage j
+    then adds 2^j components (K doubles while the stages are accepted; `grow`). A stage that
+    lowers the ELBO is discarded; if it lowered it by more than `tolerance` the next stage
+    starts again from the kept mixture [ours]: that is a failed optimisation, not
+    convergence, and stopping there could leave a single component on a multimodal target.
+    A change within ±`tolerance` stops the build-up whatever its sign, so that rounding
+    cannot decide whether it goes on (`optimise_then_grow`)."""
+    optimise_key, stages_key = jax.random.split(key)
+    sizes = stage_sizes(mixture.num_components)
+    keys = jnp.concatenate([optimise_key[None], jax.random.split(stages_key, len(sizes))])
+    counts = jnp.asarray([0, *sizes], jnp.int32)
+    return optimise_then_grow(mixture, keys, counts, growth, tolerance=tolerance)
