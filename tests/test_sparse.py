@@ -37,6 +37,7 @@ def test_matches_dense_textbook_formulae(getkey, jitter):
     mean_pred, variance = sparse.predict(posterior, X_new)
     _, covariance = sparse.predict_covariance(posterior, X_new)
     np.testing.assert_allclose(mean_pred, mu, atol=1e-8)
+    np.testing.assert_allclose(sparse.predict_mean(posterior, X_new), mu, atol=1e-8)
     np.testing.assert_allclose(variance, np.diag(cov), atol=1e-8)
     np.testing.assert_allclose(covariance, cov, atol=1e-8)
     np.testing.assert_allclose(sparse.elbo(posterior), bound, rtol=1e-9)
@@ -92,6 +93,7 @@ def test_padded_buffers_equal_unpadded(getkey):
     np.testing.assert_allclose(sparse.elbo(padded), sparse.elbo(reference), atol=1e-9)
     for a, b in zip(sparse.predict(padded, X_new), sparse.predict(reference, X_new)):
         np.testing.assert_allclose(a, b, atol=1e-9)
+    np.testing.assert_allclose(sparse.predict_mean(padded, X_new), sparse.predict(reference, X_new)[0], atol=1e-9)
     capacity = sparse.condition(kernel, mean, X, y, noise, Z, capacity=45)
     np.testing.assert_allclose(sparse.elbo(capacity), sparse.elbo(reference), atol=1e-9)
 

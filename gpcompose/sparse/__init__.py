@@ -18,6 +18,9 @@ from ._predict import (
     predict_covariance as predict_covariance,
 )
 from ._predict import (
+    predict_mean as predict_mean,
+)
+from ._predict import (
     reducible_variance as reducible_variance,
 )
 from ._selection import select_inducing_points as select_inducing_points

@@ -34,7 +34,7 @@ def exceeds_ceiling(
     (`gpQuadraticMeanBound`); here the whole posterior mean is checked, with ceiling
     y_max + D.
     """
-    mean, _ = sparse.predict(posterior, points)
+    mean = sparse.predict_mean(posterior, points)
     if mask is not None:
         mean = jnp.where(mask, mean, -jnp.inf)
     return jnp.max(mean) > ceiling

@@ -145,7 +145,7 @@ def peak_check(posterior: sparse.SparsePosterior, mixture: VBMCMixture, ceiling,
     """The refit guard's test (`_refit.exceeds_ceiling`) at `options.peak_check_samples`
     draws of `mixture`, with the highest-mean draw."""
     draws = mixture.sample(key, options.peak_check_samples)
-    mean, _ = sparse.predict(posterior, draws)
+    mean = sparse.predict_mean(posterior, draws)
     return PeakCheck(jnp.max(mean) > ceiling, draws[jnp.argmax(mean)])
 
 
@@ -363,7 +363,7 @@ def _growth(context: _Context, posterior, num_steps) -> Growth:
     """A growth stage on `posterior`: components are added at the training inputs whose
     surrogate mean is within D + 2 of the highest (the candidates of `initial_mixture`)."""
     rows = context.rows
-    surrogate_mean, _ = sparse.predict(posterior, rows.inputs)
+    surrogate_mean = sparse.predict_mean(posterior, rows.inputs)
     top = jnp.max(jnp.where(rows.keep, surrogate_mean, -jnp.inf))
     eligible = rows.keep & (surrogate_mean >= top - (rows.inputs.shape[1] + 2.0))
     return Growth(
