@@ -1,15 +1,17 @@
-"""SVBMC's mixture growth: where `grow` adds components, when it keeps them, and the
+"""SVBMC's mixture growth: where `grow` adds components, when it keeps them, the
 build-up's stopping rules (a stage within ±tolerance ends it; a stage that loses more is
-discarded and the next one tried). The optimiser is the identity and the score a function
-of K, so every decision is known in advance."""
+discarded and the next one tried), and the stages of an active round (`optimise_then_grow`).
+The optimiser is the identity and the score a function of K (except in the last test), so
+every decision is known in advance."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from gpcompose.mixtures import VBMCMixture
-from gpcompose.svbmc._variational import Growth, build_up, grow
+from gpcompose.svbmc._variational import Growth, build_up, grow, optimise_then_grow
 
 SITES = jnp.linspace(-3.0, 3.0, 7)[:, None]
 # gap f̄ − log q = 2x + const against the starting N(0, 1): largest at x = 3
@@ -81,3 +83,23 @@ def test_build_up_stopping_rules(score_of_k, capacity, expected_k):
         one_component(capacity), jax.random.key(0)
     )
     assert active_count(built) == expected_k
+
+
+def test_the_first_stage_keeps_its_optimisation_and_a_stage_of_no_component_is_skipped():
+    """Stage 0 keeps the optimised mixture although its score fell (it has nothing to beat); a
+    later stage of 0 components (an active round's fall-back) does not optimise again; a stage
+    that adds a component and loses is discarded. The optimiser shifts every mean by +1 and the
+    score falls with the means, so each optimisation is counted and every stage loses."""
+    growth = Growth(
+        SITES,
+        SITE_LOG_DENSITY,
+        ELIGIBLE,
+        optimise=lambda mixture, key: eqx.tree_at(lambda m: m.means, mixture, mixture.means + 1.0),
+        score=lambda mixture: -jnp.sum(jnp.where(mixture.mask, mixture.means[:, 0], 0.0)),
+    )
+    keys = jax.random.split(jax.random.key(0), 2)
+    run = jax.jit(lambda counts: optimise_then_grow(one_component(4), keys, counts, growth, tolerance=0.01))
+    for counts in ([0, 0], [0, 1]):
+        kept = run(jnp.asarray(counts, jnp.int32))
+        assert active_count(kept) == 1
+        np.testing.assert_allclose(kept.means[0], [1.0])  # optimised once, by stage 0
