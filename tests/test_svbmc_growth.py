@@ -99,7 +99,7 @@ def test_the_first_stage_keeps_its_optimisation_and_a_stage_of_no_component_is_s
     )
     keys = jax.random.split(jax.random.key(0), 2)
     run = jax.jit(lambda counts: optimise_then_grow(one_component(4), keys, counts, growth, tolerance=0.01))
-    for counts in ([0, 0], [0, 1]):
-        kept = run(jnp.asarray(counts, jnp.int32))
+    for growth_counts in ([0], [1]):
+        kept = run(jnp.asarray(growth_counts, jnp.int32))
         assert active_count(kept) == 1
         np.testing.assert_allclose(kept.means[0], [1.0])  # optimised once, by stage 0

@@ -454,9 +454,9 @@ def _active_phase(context: _Context, refit, refitted, last_round_posterior, prev
     def attempt(carry):
         count, _, _, _, first_top = carry
         posterior = rare_cond(count > 0, last_round_posterior, lambda: refit.posterior)
-        counts = jnp.stack([jnp.zeros((), jnp.int32), jnp.where(count == 0, growth_count, 0)])
+        growth_counts = jnp.where(count == 0, growth_count, 0)[None]
         sites = _growth(context, posterior, options.round_steps)
-        mixture = optimise_then_grow(previous.mixture, keys, counts, sites, tolerance=options.buildup_tolerance)
+        mixture = optimise_then_grow(previous.mixture, keys, growth_counts, sites, tolerance=options.buildup_tolerance)
         check = _check(context, posterior, mixture)
         return count + 1, posterior, mixture, check, jnp.where(count == 0, check.top, first_top)
 

@@ -129,16 +129,15 @@ def grow(
 def optimise_then_grow(
     mixture: VBMCMixture,
     keys: PRNGKeyArray,
-    counts: Int[Array, " S"],
+    growth_counts: Int[Array, " S"],
     growth: Growth,
     *,
     tolerance: float,
 ) -> VBMCMixture:
     """Stage 0 optimises `mixture` with `keys[0]` and keeps the result unless its score is NaN
-    or −∞; each later stage j is a growth stage (`grow`) of `counts[j]` components with
-    `keys[j]`, skipped where `counts[j]` is 0 (`counts[0]` is not read). The stages stop once
-    one changes the score by less than `tolerance` (whatever its sign) or the mixture has no
-    free slot.
+    or −∞; stage j ≥ 1 is a growth stage (`grow`) of `growth_counts[j − 1]` components with
+    `keys[j]` (S + 1 keys), skipped where that count is 0. The stages stop once one changes
+    the score by less than `tolerance` (whatever its sign) or the mixture has no free slot.
 
     The stages are one `lax.scan`, stage 0 a growth stage of no component against a score of
     −∞ [ours], so that the program holds one copy of the optimiser and of the score; under
@@ -162,6 +161,7 @@ def optimise_then_grow(
         return (current, current_score, done), None
 
     start = (mixture, jnp.full((), -jnp.inf, dtype), jnp.asarray(False))
+    counts = jnp.concatenate([jnp.zeros((1,), growth_counts.dtype), growth_counts])
     indices = jnp.arange(counts.shape[0])
     (mixture, _, _), _ = jax.lax.scan(stage, start, (indices, counts, keys))
     return mixture
@@ -180,5 +180,4 @@ def build_up(mixture: VBMCMixture, key: PRNGKeyArray, growth: Growth, *, toleran
     optimise_key, stages_key = jax.random.split(key)
     sizes = stage_sizes(mixture.num_components)
     keys = jnp.concatenate([optimise_key[None], jax.random.split(stages_key, len(sizes))])
-    counts = jnp.asarray([0, *sizes], jnp.int32)
-    return optimise_then_grow(mixture, keys, counts, growth, tolerance=tolerance)
+    return optimise_then_grow(mixture, keys, jnp.asarray(sizes, jnp.int32), growth, tolerance=tolerance)
